@@ -1,0 +1,107 @@
+import { join, resolve } from 'node:path';
+import { devSecret, EnvReader, type RateSetting } from '../platform/config.ts';
+import type { SmtpSettings } from '../platform/mail.ts';
+
+export interface AuthConfig {
+  production: boolean;
+  host: string;
+  port: number;
+  baseUrl: string;
+  dataDir: string;
+  databaseUrl: string | undefined;
+  sqlitePath: string;
+  redisUrl: string | undefined;
+  apiKey: string;
+  /** True when the API key was generated into DATA_DIR (development). */
+  apiKeyGenerated: boolean;
+  /** Template with `{token}`; undefined: the service's own /verify page. */
+  verifyUrl: string | undefined;
+  bcryptCost: number;
+  sessionTtlMs: number;
+  verificationTtlMs: number;
+  lockout: { maxFailures: number; lockMs: number };
+  limits: { register: RateSetting; login: RateSetting; resend: RateSetting; resendPerEmail: RateSetting };
+  smtp: SmtpSettings | undefined;
+  mail: { from: string; pollMs: number; maxAttempts: number; backoffBaseMs: number; backoffCapMs: number };
+  purgeIntervalMs: number;
+  logLevel: string;
+  bodyLimit: number;
+  trustProxy: boolean;
+}
+
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+
+/** Reads the account service's settings; throws ConfigError listing every problem. */
+export function loadAuthConfig(env: Record<string, string | undefined> = process.env): AuthConfig {
+  const r = new EnvReader(env);
+  const production = env['NODE_ENV'] === 'production';
+  const dataDir = resolve(r.string('DATA_DIR') ?? './data');
+  const port = r.int('AUTH_PORT', 8080, 0, 65535);
+  const why = 'when NODE_ENV=production';
+
+  let apiKey = r.string('AUTH_API_KEY');
+  const apiKeyGenerated = apiKey === undefined && !production;
+  if (production) {
+    apiKey = r.require('AUTH_API_KEY', `${why} (every request but /healthz must carry it as X-Api-Key)`);
+    if (apiKey && apiKey.length < 32) r.problems.push('AUTH_API_KEY must be at least 32 characters');
+  }
+  const smtpHost = r.string('SMTP_HOST');
+  if (production && !smtpHost) r.problems.push(`SMTP_HOST is required ${why} (without it emails are only printed to the log)`);
+  const baseUrl = production ? r.url('AUTH_BASE_URL') : r.url('AUTH_BASE_URL', `http://localhost:${port}`);
+  if (production && !baseUrl) r.problems.push(`AUTH_BASE_URL is required ${why} (the public URL used in emails)`);
+  const verifyUrl = r.string('AUTH_VERIFY_URL');
+  if (verifyUrl && !verifyUrl.includes('{token}')) r.problems.push('AUTH_VERIFY_URL must contain {token}');
+  const bcryptCost = r.int('AUTH_BCRYPT_COST', 12, 4, 16);
+  if (production && bcryptCost < 12) r.problems.push(`AUTH_BCRYPT_COST must be at least 12 ${why}`);
+
+  const config: AuthConfig = {
+    production,
+    host: r.string('AUTH_HOST') ?? (production ? '0.0.0.0' : '127.0.0.1'),
+    port,
+    baseUrl: baseUrl ?? '',
+    dataDir,
+    databaseUrl: r.string('AUTH_DATABASE_URL'),
+    sqlitePath: join(dataDir, 'auth.sqlite'),
+    redisUrl: r.string('REDIS_URL'),
+    apiKey: apiKey ?? '',
+    apiKeyGenerated,
+    verifyUrl,
+    bcryptCost,
+    sessionTtlMs: r.int('AUTH_SESSION_TTL_DAYS', 30, 1, 365) * DAY,
+    verificationTtlMs: r.int('AUTH_VERIFICATION_TTL_HOURS', 24, 1, 168) * HOUR,
+    lockout: {
+      maxFailures: r.int('AUTH_LOCKOUT_FAILURES', 5, 1, 100),
+      lockMs: r.int('AUTH_LOCKOUT_MINUTES', 15, 1, 1440) * 60_000,
+    },
+    limits: {
+      register: r.rate('AUTH_LIMIT_REGISTER', { points: 20, durationSeconds: 3600 }),
+      login: r.rate('AUTH_LIMIT_LOGIN', { points: 30, durationSeconds: 300 }),
+      resend: r.rate('AUTH_LIMIT_RESEND', { points: 10, durationSeconds: 3600 }),
+      resendPerEmail: r.rate('AUTH_LIMIT_RESEND_PER_EMAIL', { points: 3, durationSeconds: 3600 }),
+    },
+    smtp: smtpHost
+      ? {
+          host: smtpHost,
+          port: r.int('SMTP_PORT', 587, 1, 65535),
+          user: r.string('SMTP_USER'),
+          pass: r.string('SMTP_PASS'),
+          tlsCaFile: r.string('SMTP_TLS_CA'),
+        }
+      : undefined,
+    mail: {
+      from: r.string('SMTP_FROM') ?? 'Accounts <no-reply@localhost>',
+      pollMs: r.int('AUTH_MAIL_POLL_MS', 1000, 10, 60_000),
+      maxAttempts: r.int('AUTH_MAIL_MAX_ATTEMPTS', 10, 1, 50),
+      backoffBaseMs: r.int('AUTH_MAIL_BACKOFF_SECONDS', 30, 1, 3600) * 1000,
+      backoffCapMs: HOUR,
+    },
+    purgeIntervalMs: r.int('AUTH_PURGE_INTERVAL_MINUTES', 60, 1, 1440) * 60_000,
+    logLevel: r.string('LOG_LEVEL') ?? 'info',
+    bodyLimit: r.int('AUTH_BODY_LIMIT_BYTES', 64 * 1024, 1024, 10 * 1024 * 1024),
+    trustProxy: r.bool('AUTH_TRUST_PROXY'),
+  };
+  r.throwIfProblems();
+  if (config.apiKeyGenerated) config.apiKey = devSecret(dataDir, 'AUTH_API_KEY');
+  return config;
+}

@@ -1,0 +1,20 @@
+import type { Logger } from 'pino';
+import type { Clock } from '../platform/clock.ts';
+import type { DialectName } from '../platform/db.ts';
+import type { RateLimiter } from '../platform/limits.ts';
+import type { Metrics } from '../platform/metrics.ts';
+import type { AuthConfig } from './config.ts';
+import type { AuthDb } from './schema.ts';
+
+/** What the account service's domain functions are handed; nothing is a module-level singleton. */
+export interface AuthDeps {
+  db: AuthDb;
+  dialect: DialectName;
+  clock: Clock;
+  config: AuthConfig;
+  log: Logger;
+  metrics: Metrics;
+  limiters: { register: RateLimiter; login: RateLimiter; resend: RateLimiter; resendPerEmail: RateLimiter };
+  /** Nudges the outbox worker after a commit that queued mail. */
+  mailQueued: () => void;
+}

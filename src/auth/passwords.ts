@@ -1,0 +1,56 @@
+import { createHmac } from 'node:crypto';
+import { hash, verify } from '@node-rs/bcrypt';
+
+/**
+ * Passwords are stored as bcrypt(prehash(password)). bcrypt reads only the
+ * first 72 bytes of its input, so two long passwords sharing a prefix would
+ * collide; the prehash (base64 of HMAC-SHA-256 under a fixed, public label)
+ * turns any password into 44 ASCII bytes that depend on every character, with
+ * no NUL byte for bcrypt to stop at. The label is a domain separator, not a
+ * secret: the hash's strength is bcrypt's. Passwords are NFC-normalised first,
+ * so the same password typed on two keyboards matches.
+ *
+ * @node-rs/bcrypt runs on the libuv thread pool, off the event loop.
+ */
+const PREHASH_KEY = 'accounts/password-prehash/v1';
+
+export const PASSWORD_MIN = 12;
+export const PASSWORD_MAX = 256;
+
+function prehash(password: string): string {
+  return createHmac('sha256', PREHASH_KEY).update(password.normalize('NFC'), 'utf8').digest('base64');
+}
+
+export function hashPassword(password: string, cost: number): Promise<string> {
+  return hash(prehash(password), { cost });
+}
+
+export async function verifyPassword(password: string, stored: string): Promise<boolean> {
+  try {
+    return await verify(prehash(password), stored);
+  } catch {
+    return false;
+  }
+}
+
+const dummyHashes = new Map<number, Promise<string>>();
+
+/**
+ * A hash to check against when the email is unknown, so that a login for an
+ * unknown address costs the same bcrypt time as one for a known address.
+ */
+export function dummyHash(cost: number): Promise<string> {
+  let h = dummyHashes.get(cost);
+  if (!h) {
+    h = hashPassword('dummy password that matches nothing', cost);
+    dummyHashes.set(cost, h);
+  }
+  return h;
+}
+
+/** Length in characters (code points), as a person counts them. */
+export function passwordLength(password: string): number {
+  let n = 0;
+  for (const _ of password) n++;
+  return n;
+}

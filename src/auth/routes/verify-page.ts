@@ -1,0 +1,49 @@
+import { Type } from 'typebox';
+import { HttpProblem } from '../../platform/errors.ts';
+import { escapeHtml, sendPage } from '../../platform/html.ts';
+import type { App } from '../../platform/http.ts';
+import { verifyEmail } from '../accounts.ts';
+import type { AuthDeps } from '../deps.ts';
+
+/**
+ * The page a verification link opens when AUTH_VERIFY_URL is unset. It is
+ * reached by a browser from an email, so it carries no API key; the token
+ * itself is the credential. GET only shows a button (mail scanners prefetch
+ * links, and a GET must not consume the token); the POST verifies.
+ */
+export async function verifyPageRoutes(app: App, deps: AuthDeps): Promise<void> {
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => {
+    done(null, Object.fromEntries(new URLSearchParams(body as string)));
+  });
+
+  const Token = Type.Object({ token: Type.Optional(Type.String({ maxLength: 256 })) });
+
+  app.get('/verify', { schema: { hide: true, querystring: Token } }, async (request, reply) => {
+    const token = request.query.token ?? '';
+    return sendPage(
+      reply,
+      200,
+      'Confirm your email',
+      `<h1>Confirm your email address</h1>
+       <form method="post" action="/verify">
+         <input type="hidden" name="token" value="${escapeHtml(token)}">
+         <button type="submit">Confirm my email address</button>
+       </form>`,
+    );
+  });
+
+  app.post('/verify', { schema: { hide: true, body: Token } }, async (request, reply) => {
+    try {
+      const user = await verifyEmail(deps, request.body.token ?? '');
+      return sendPage(
+        reply,
+        200,
+        'Email confirmed',
+        `<h1>Email confirmed</h1><p>${escapeHtml(user.email)} is confirmed. You can close this page and sign in.</p>`,
+      );
+    } catch (err) {
+      if (!(err instanceof HttpProblem)) throw err;
+      return sendPage(reply, err.status, 'Link not valid', `<h1>This link cannot be used</h1><p class="error">${escapeHtml(err.message)}</p>`);
+    }
+  });
+}

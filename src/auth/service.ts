@@ -1,0 +1,95 @@
+import { Redis } from 'ioredis';
+import pino, { type Logger } from 'pino';
+import { type Clock, systemClock } from '../platform/clock.ts';
+import { migrateToLatest, openDatabase } from '../platform/db.ts';
+import type { App } from '../platform/http.ts';
+import { periodicJob, type PeriodicJob } from '../platform/jobs.ts';
+import { createRateLimiter } from '../platform/limits.ts';
+import { loggerOptions } from '../platform/logging.ts';
+import { logTransport, type MailTransport, outboxWorker, type OutboxWorker, smtpTransport } from '../platform/mail.ts';
+import { createMetrics } from '../platform/metrics.ts';
+import { buildAuthApp } from './app.ts';
+import type { AuthConfig } from './config.ts';
+import type { AuthDeps } from './deps.ts';
+import { authMigrations } from './migrations.ts';
+import { purgeExpired } from './purge.ts';
+import type { AuthTables } from './schema.ts';
+
+export interface AuthService {
+  app: App;
+  deps: AuthDeps;
+  mailWorker: OutboxWorker;
+  purgeJob: PeriodicJob;
+  /** Starts the background workers (the app is listened on by the caller). */
+  startWorkers(): void;
+  close(): Promise<void>;
+}
+
+export interface AuthServiceOverrides {
+  clock?: Clock;
+  logger?: Logger;
+  transport?: MailTransport;
+  /** Default metrics include process metrics; tests building many apps turn them off. */
+  processMetrics?: boolean;
+}
+
+/** Opens storage, runs migrations and wires the account service together. */
+export async function createAuthService(config: AuthConfig, overrides: AuthServiceOverrides = {}): Promise<AuthService> {
+  const log = overrides.logger ?? pino(loggerOptions(config.logLevel, 'auth'));
+  const clock = overrides.clock ?? systemClock;
+  const metrics = createMetrics('auth', overrides.processMetrics ?? true);
+  const { db, dialect } = openDatabase<AuthTables>({ url: config.databaseUrl, sqlitePath: config.sqlitePath });
+  await migrateToLatest(db, authMigrations);
+
+  const redis = config.redisUrl ? new Redis(config.redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: false }) : undefined;
+  redis?.on('error', (err) => log.warn({ err: err.message }, 'redis error'));
+  const limiters = {
+    register: createRateLimiter('auth:register', config.limits.register, redis),
+    login: createRateLimiter('auth:login', config.limits.login, redis),
+    resend: createRateLimiter('auth:resend', config.limits.resend, redis),
+    resendPerEmail: createRateLimiter('auth:resend-email', config.limits.resendPerEmail, redis),
+  };
+
+  const transport = overrides.transport ?? (config.smtp ? smtpTransport(config.smtp) : logTransport(log));
+  const mailWorker = outboxWorker({
+    db,
+    dialect,
+    clock,
+    transport,
+    log,
+    metrics,
+    ...config.mail,
+  });
+
+  const deps: AuthDeps = { db, dialect, clock, config, log, metrics, limiters, mailQueued: () => mailWorker.wake() };
+  const purgeJob = periodicJob({
+    name: 'auth:purge',
+    intervalMs: config.purgeIntervalMs,
+    db,
+    dialect,
+    clock,
+    log,
+    run: async () => {
+      await purgeExpired(deps);
+    },
+  });
+  const app = await buildAuthApp(deps);
+
+  return {
+    app,
+    deps,
+    mailWorker,
+    purgeJob,
+    startWorkers() {
+      mailWorker.start();
+      purgeJob.start();
+    },
+    async close() {
+      await app.close();
+      await mailWorker.stop();
+      await purgeJob.stop();
+      redis?.disconnect();
+      await db.destroy();
+    },
+  };
+}

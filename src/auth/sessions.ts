@@ -1,0 +1,72 @@
+import { randomUUID } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import type { Clock } from '../platform/clock.ts';
+import { randomToken, sha256 } from '../platform/crypto.ts';
+import type { AuthDeps } from './deps.ts';
+import { type AuthTables, toUser, type User } from './schema.ts';
+
+/**
+ * Sessions. Table `sessions`: id, user_id, token_hash (SHA-256 of the token,
+ * unique), created_at, expires_at, revoked_at, ip, user_agent.
+ * The token is `ses_` + 32 random bytes (base64url), shown once at login;
+ * lookups go by its hash, so a database leak reveals no usable token and no
+ * secret is ever compared byte by byte.
+ */
+export const SESSION_PREFIX = 'ses_';
+
+export async function createSession(
+  db: Kysely<AuthTables>,
+  clock: Clock,
+  ttlMs: number,
+  userId: string,
+  ip: string,
+  userAgent: string | undefined,
+): Promise<{ token: string; expiresAt: number }> {
+  const token = randomToken(SESSION_PREFIX);
+  const now = clock.now();
+  const expiresAt = now + ttlMs;
+  await db
+    .insertInto('sessions')
+    .values({
+      id: randomUUID(),
+      user_id: userId,
+      token_hash: sha256(token),
+      created_at: now,
+      expires_at: expiresAt,
+      revoked_at: null,
+      ip,
+      user_agent: userAgent?.slice(0, 512) ?? null,
+    })
+    .execute();
+  return { token, expiresAt };
+}
+
+/** The user of a live session, or null for an unknown, expired or revoked token. */
+export async function userForSession(deps: Pick<AuthDeps, 'db' | 'clock'>, token: string): Promise<User | null> {
+  if (!token.startsWith(SESSION_PREFIX)) return null;
+  const row = await deps.db
+    .selectFrom('sessions')
+    .innerJoin('users', 'users.id', 'sessions.user_id')
+    .select(['users.id', 'users.email', 'users.email_verified_at', 'users.created_at'])
+    .where('sessions.token_hash', '=', sha256(token))
+    .where('sessions.revoked_at', 'is', null)
+    .where('sessions.expires_at', '>', deps.clock.now())
+    .executeTakeFirst();
+  return row ? toUser(row) : null;
+}
+
+/**
+ * Revokes a session. Known tokens (live, expired or already revoked) give
+ * 'revoked', so logout is idempotent; a token that never existed gives 'unknown'.
+ */
+export async function revokeSession(deps: Pick<AuthDeps, 'db' | 'clock'>, token: string): Promise<'revoked' | 'unknown'> {
+  const hash = sha256(token);
+  await deps.db
+    .updateTable('sessions')
+    .set({ revoked_at: deps.clock.now() })
+    .where('token_hash', '=', hash)
+    .where('revoked_at', 'is', null)
+    .execute();
+  const row = await deps.db.selectFrom('sessions').select('id').where('token_hash', '=', hash).executeTakeFirst();
+  return row ? 'revoked' : 'unknown';
+}

@@ -1,0 +1,109 @@
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+/** Thrown at start-up with every configuration problem found, one per line. */
+export class ConfigError extends Error {
+  readonly problems: string[];
+  constructor(problems: string[]) {
+    super(`invalid configuration:\n  - ${problems.join('\n  - ')}`);
+    this.name = 'ConfigError';
+    this.problems = problems;
+  }
+}
+
+export interface RateSetting {
+  points: number;
+  durationSeconds: number;
+}
+
+/**
+ * Reads typed settings from an environment and collects every problem, so a
+ * misconfigured deployment hears about all of them at once.
+ */
+export class EnvReader {
+  readonly problems: string[] = [];
+  readonly env: Record<string, string | undefined>;
+  constructor(env: Record<string, string | undefined>) {
+    this.env = env;
+  }
+
+  string(name: string): string | undefined {
+    const v = this.env[name]?.trim();
+    return v === undefined || v === '' ? undefined : v;
+  }
+
+  int(name: string, fallback: number, min: number, max: number): number {
+    const raw = this.string(name);
+    if (raw === undefined) return fallback;
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < min || n > max) {
+      this.problems.push(`${name} must be an integer from ${min} to ${max} (got "${raw}")`);
+      return fallback;
+    }
+    return n;
+  }
+
+  bool(name: string): boolean {
+    const raw = this.string(name)?.toLowerCase();
+    if (raw === undefined || raw === 'false' || raw === '0') return false;
+    if (raw === 'true' || raw === '1') return true;
+    this.problems.push(`${name} must be true or false (got "${raw}")`);
+    return false;
+  }
+
+  url(name: string, fallback?: string): string | undefined {
+    const raw = this.string(name) ?? fallback;
+    if (raw === undefined) return undefined;
+    if (!URL.canParse(raw)) this.problems.push(`${name} must be an absolute URL (got "${raw}")`);
+    return raw.replace(/\/+$/, '');
+  }
+
+  /** A rate written as "points/seconds", e.g. "20/3600" for 20 per hour. */
+  rate(name: string, fallback: RateSetting): RateSetting {
+    const raw = this.string(name);
+    if (raw === undefined) return fallback;
+    const m = /^(\d+)\/(\d+)$/.exec(raw);
+    const points = Number(m?.[1]);
+    const durationSeconds = Number(m?.[2]);
+    if (!m || points < 1 || durationSeconds < 1) {
+      this.problems.push(`${name} must be "points/seconds" with both at least 1, e.g. "20/3600" (got "${raw}")`);
+      return fallback;
+    }
+    return { points, durationSeconds };
+  }
+
+  require(name: string, why: string): string {
+    const v = this.string(name);
+    if (v === undefined) {
+      this.problems.push(`${name} is required ${why}`);
+      return '';
+    }
+    return v;
+  }
+
+  throwIfProblems(): void {
+    if (this.problems.length > 0) throw new ConfigError(this.problems);
+  }
+}
+
+/**
+ * A development secret generated once and kept in DATA_DIR/dev-secrets.json
+ * (mode 0600), so restarts keep the same API key. Never used in production.
+ */
+export function devSecret(dataDir: string, name: string): string {
+  mkdirSync(dataDir, { recursive: true });
+  const file = join(dataDir, 'dev-secrets.json');
+  let secrets: Record<string, string> = {};
+  try {
+    secrets = JSON.parse(readFileSync(file, 'utf8')) as Record<string, string>;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  const existing = secrets[name];
+  if (existing) return existing;
+  const value = randomBytes(32).toString('base64url');
+  secrets[name] = value;
+  writeFileSync(file, `${JSON.stringify(secrets, null, 2)}\n`, { mode: 0o600 });
+  return value;
+}

@@ -1,0 +1,66 @@
+import { Kysely, Migrator, PostgresDialect, sql, type Migration } from 'kysely';
+import pg from 'pg';
+import { nodeSqliteDialect } from './sqlite-dialect.ts';
+
+export type DialectName = 'sqlite' | 'postgres';
+
+export interface Database<DB> {
+  db: Kysely<DB>;
+  dialect: DialectName;
+}
+
+/**
+ * PostgreSQL when `url` is set, otherwise SQLite at `sqlitePath`.
+ * Timestamps are stored as epoch milliseconds (bigint), so int8 is parsed to a
+ * JavaScript number (safe until the year 287396).
+ */
+export function openDatabase<DB>(options: { url?: string | undefined; sqlitePath: string; poolSize?: number }): Database<DB> {
+  if (options.url) {
+    const pool = new pg.Pool({
+      connectionString: options.url,
+      max: options.poolSize ?? 10,
+      types: {
+        getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+          oid === 20 ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+      },
+    });
+    return { db: new Kysely<DB>({ dialect: new PostgresDialect({ pool }) }), dialect: 'postgres' };
+  }
+  return { db: new Kysely<DB>({ dialect: nodeSqliteDialect(options.sqlitePath) }), dialect: 'sqlite' };
+}
+
+/** Runs every pending migration; throws with the failing migration's name. */
+export async function migrateToLatest(db: AnyDb, migrations: Record<string, Migration>): Promise<string[]> {
+  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) {
+    const failed = results?.find((r) => r.status === 'Error')?.migrationName ?? 'unknown';
+    throw new Error(`migration ${failed} failed`, { cause: error });
+  }
+  return (results ?? []).map((r) => r.migrationName);
+}
+
+/** True when the database answers and every known migration has been applied. */
+export async function isReady(db: AnyDb, migrations: Record<string, Migration>): Promise<boolean> {
+  try {
+    await sql`select 1`.execute(db);
+    const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } });
+    const list = await migrator.getMigrations();
+    return list.every((m) => m.executedAt !== undefined);
+  } catch {
+    return false;
+  }
+}
+
+/** True for a unique-constraint violation on either dialect. */
+export function isUniqueViolation(err: unknown): boolean {
+  const e = err as { code?: string; message?: string; errcode?: number };
+  return e?.code === '23505' || (typeof e?.message === 'string' && e.message.includes('UNIQUE constraint failed'));
+}
+
+/**
+ * A database handle of any service. Platform code (outbox, jobs) works on its
+ * own tables inside each service's database, whose full type it cannot know.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: see above
+export type AnyDb = Kysely<any>;

@@ -1,0 +1,35 @@
+/**
+ * An error a client caused (or a server error with a stable code). The HTTP
+ * layer turns it into RFC 9457 problem+json; `detail` is sent, `cause` is only logged.
+ */
+export class HttpProblem extends Error {
+  readonly status: number;
+  readonly code: string;
+  readonly headers: Record<string, string>;
+  readonly errors: { field: string; message: string }[] | undefined;
+
+  constructor(
+    status: number,
+    code: string,
+    detail: string,
+    options: { headers?: Record<string, string>; errors?: { field: string; message: string }[]; cause?: unknown } = {},
+  ) {
+    super(detail, { cause: options.cause });
+    this.name = 'HttpProblem';
+    this.status = status;
+    this.code = code;
+    this.headers = options.headers ?? {};
+    this.errors = options.errors;
+  }
+}
+
+/** A problem that names the request field at fault. */
+export function fieldProblem(code: string, field: string, detail: string): HttpProblem {
+  return new HttpProblem(400, code, detail, { errors: [{ field, message: detail }] });
+}
+
+/** 429 with Retry-After in whole seconds (at least 1). */
+export function tooManyRequests(code: string, detail: string, retryAfterMs: number): HttpProblem {
+  const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
+  return new HttpProblem(429, code, detail, { headers: { 'retry-after': String(seconds) } });
+}

@@ -1,0 +1,42 @@
+import type { FastifyReply } from 'fastify';
+
+const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+
+/** Escapes text for HTML element content and quoted attribute values. */
+export function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => ESCAPES[c]!);
+}
+
+const STYLE = `
+  :root { color-scheme: light dark; font-family: system-ui, sans-serif; line-height: 1.5; }
+  body { margin: 0; display: grid; place-items: center; min-height: 100vh; background: Canvas; color: CanvasText; }
+  main { width: min(26rem, 100% - 2rem); padding: 1.5rem; border: 1px solid GrayText; border-radius: 0.75rem; }
+  h1 { font-size: 1.4rem; margin-top: 0; }
+  button { font: inherit; padding: 0.6rem 1.2rem; border-radius: 0.5rem; border: 0; background: #2556d8; color: #fff; cursor: pointer; }
+  button:focus-visible { outline: 3px solid #f0b400; outline-offset: 2px; }
+  .error { color: #c0262d; }
+`;
+
+/**
+ * A complete server-rendered page with headers that keep it out of frames,
+ * caches and referrers. `body` must already be escaped.
+ */
+export function sendPage(reply: FastifyReply, status: number, title: string, body: string): FastifyReply {
+  return reply
+    .status(status)
+    .type('text/html; charset=utf-8')
+    .header(
+      'content-security-policy',
+      "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    )
+    .header('x-frame-options', 'DENY')
+    .header('referrer-policy', 'no-referrer')
+    .header('x-content-type-options', 'nosniff')
+    .header('cache-control', 'no-store')
+    .send(
+      `<!doctype html><html lang="en"><head><meta charset="utf-8">` +
+        `<meta name="viewport" content="width=device-width, initial-scale=1">` +
+        `<title>${escapeHtml(title)}</title><style>${STYLE}</style></head>` +
+        `<body><main>${body}</main></body></html>`,
+    );
+}

@@ -1,0 +1,161 @@
+import { randomUUID } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
+import swagger from '@fastify/swagger';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
+import { Type } from 'typebox';
+import { safeEqual } from './crypto.ts';
+import { HttpProblem } from './errors.ts';
+import type { Metrics } from './metrics.ts';
+
+export type App = FastifyInstance<
+  import('node:http').Server,
+  import('node:http').IncomingMessage,
+  import('node:http').ServerResponse,
+  Logger,
+  TypeBoxTypeProvider
+>;
+
+/** RFC 9457 problem details, as every 4xx and 5xx of our own APIs is sent. */
+export const Problem = Type.Object(
+  {
+    type: Type.String(),
+    title: Type.String(),
+    status: Type.Integer(),
+    code: Type.String({ description: 'Stable machine-readable error code.' }),
+    detail: Type.String(),
+    request_id: Type.Optional(Type.String()),
+    errors: Type.Optional(Type.Array(Type.Object({ field: Type.String(), message: Type.String() }))),
+  },
+  { $id: 'Problem' },
+);
+
+/** Framework errors a client can cause, with the code and sentence we answer them with. */
+const FRAMEWORK_ERRORS: Record<string, { status: number; code: string; detail: string }> = {
+  FST_ERR_CTP_INVALID_JSON_BODY: { status: 400, code: 'malformed_json', detail: 'The request body is not valid JSON.' },
+  FST_ERR_CTP_EMPTY_JSON_BODY: {
+    status: 400,
+    code: 'malformed_json',
+    detail: 'The request body is empty but Content-Type says JSON.',
+  },
+  FST_ERR_CTP_BODY_TOO_LARGE: { status: 413, code: 'body_too_large', detail: 'The request body is larger than allowed.' },
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: {
+    status: 415,
+    code: 'unsupported_media_type',
+    detail: 'The Content-Type of the request is not supported; send application/json.',
+  },
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: {
+    status: 400,
+    code: 'invalid_content_length',
+    detail: 'Content-Length does not match the body.',
+  },
+};
+
+export interface AppOptions {
+  logger: Logger;
+  metrics: Metrics;
+  bodyLimit: number;
+  trustProxy: boolean;
+  title: string;
+  version: string;
+}
+
+/**
+ * A Fastify instance with our conventions: TypeBox schemas, strict types (no
+ * coercion), request ids, problem+json errors, metrics, and an OpenAPI
+ * document built from the route schemas.
+ */
+export async function createHttpApp(options: AppOptions): Promise<App> {
+  const app = Fastify({
+    loggerInstance: options.logger,
+    // Per-request access lines cost more than a fast route itself; metrics count requests instead.
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: options.bodyLimit,
+    trustProxy: options.trustProxy,
+    requestIdHeader: 'x-request-id',
+    genReqId: () => randomUUID(),
+    ajv: { customOptions: { coerceTypes: false, allErrors: false } },
+    return503OnClosing: true,
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  app.addSchema(Problem);
+  await app.register(swagger, {
+    openapi: { info: { title: options.title, version: options.version }, openapi: '3.1.0' },
+  });
+
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    const route = request.routeOptions.url ?? 'unmatched';
+    options.metrics.httpRequests.inc({ route, method: request.method, status: reply.statusCode });
+    options.metrics.httpDuration.observe({ route, method: request.method }, reply.elapsedTime / 1000);
+  });
+
+  app.setNotFoundHandler((request, reply) => {
+    sendProblem(request, reply, new HttpProblem(404, 'not_found', `No route for ${request.method} ${request.url.split('?')[0]}.`));
+  });
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    sendProblem(request, reply, toProblem(error));
+  });
+  return app as unknown as App;
+}
+
+function toProblem(error: FastifyError): HttpProblem {
+  if (error instanceof HttpProblem) return error;
+  if (error.validation) {
+    const errors = error.validation.map((v) => {
+      const missing = (v.params as { missingProperty?: string }).missingProperty;
+      const path = v.instancePath.replace(/^\//, '').replaceAll('/', '.');
+      const field = missing ? (path ? `${path}.${missing}` : missing) : path || error.validationContext || 'body';
+      return { field, message: missing ? 'is required' : (v.message ?? 'is invalid') };
+    });
+    const first = errors[0];
+    const detail = first ? `${error.validationContext ?? 'body'} field "${first.field}" ${first.message}.` : 'Invalid request.';
+    return new HttpProblem(400, 'validation_failed', detail, { errors, cause: error });
+  }
+  const known = error.code ? FRAMEWORK_ERRORS[error.code] : undefined;
+  if (known) return new HttpProblem(known.status, known.code, known.detail, { cause: error });
+  const status = error.statusCode ?? 500;
+  if (status >= 400 && status < 500) {
+    return new HttpProblem(status, 'bad_request', 'The request could not be processed.', { cause: error });
+  }
+  return new HttpProblem(500, 'internal_error', 'An internal error occurred; it has been logged.', { cause: error });
+}
+
+export function sendProblem(request: FastifyRequest, reply: FastifyReply, problem: HttpProblem): FastifyReply {
+  if (problem.status >= 500) request.log.error({ err: problem.cause ?? problem, code: problem.code }, 'request failed');
+  else request.log.info({ code: problem.code, status: problem.status }, 'request refused');
+  return reply
+    .status(problem.status)
+    .headers(problem.headers)
+    .type('application/problem+json')
+    .send({
+      type: 'about:blank',
+      title: STATUS_CODES[problem.status] ?? 'Error',
+      status: problem.status,
+      code: problem.code,
+      detail: problem.message,
+      request_id: request.id,
+      ...(problem.errors ? { errors: problem.errors } : {}),
+    });
+}
+
+/** An onRequest hook that admits only requests carrying the API key (constant-time compare). */
+export function requireApiKey(expected: string) {
+  return async function apiKeyHook(request: FastifyRequest): Promise<void> {
+    const given = request.headers['x-api-key'];
+    if (typeof given !== 'string' || !safeEqual(given, expected)) {
+      throw new HttpProblem(401, 'invalid_api_key', 'The X-Api-Key header is missing or wrong.');
+    }
+  };
+}
+
+/** The bearer token of an Authorization header, or undefined. */
+export function bearerToken(request: FastifyRequest): string | undefined {
+  const header = request.headers.authorization;
+  if (!header) return undefined;
+  const m = /^Bearer +([\x21-\x7e]+) *$/i.exec(header);
+  return m?.[1];
+}

@@ -1,0 +1,105 @@
+import { type Migration, sql } from 'kysely';
+import type { AnyDb, DialectName } from './db.ts';
+import type { Logger } from 'pino';
+import type { Clock } from './clock.ts';
+
+
+/** Table `job_runs`: one row per periodic job, the time its last tick was claimed. */
+export const jobRunsMigration: Migration = {
+  async up(db) {
+    await db.schema
+      .createTable('job_runs')
+      .addColumn('name', 'text', (c) => c.primaryKey())
+      .addColumn('last_run_at', 'bigint', (c) => c.notNull())
+      .execute();
+  },
+};
+
+export interface PeriodicJob {
+  /** Runs the job now if this process wins the tick; true when it ran. */
+  runOnce(): Promise<boolean>;
+  start(): void;
+  stop(): Promise<void>;
+}
+
+interface JobOptions {
+  name: string;
+  intervalMs: number;
+  db: AnyDb;
+  dialect: DialectName;
+  clock: Clock;
+  log: Logger;
+  run: () => Promise<void>;
+}
+
+/**
+ * A job that runs every `intervalMs` on exactly one replica per tick. A tick is
+ * claimed with one conditional UPDATE of `job_runs` (a replica whose clock
+ * fires later in the same tick finds it taken); on PostgreSQL the run also
+ * holds an advisory lock, so a slow run never overlaps the next one.
+ */
+export function periodicJob(options: JobOptions): PeriodicJob {
+  const { name, intervalMs, db, dialect, clock, log } = options;
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<unknown> | undefined;
+
+  async function claimTick(): Promise<boolean> {
+    const now = clock.now();
+    await db
+      .insertInto('job_runs')
+      .values({ name, last_run_at: 0 })
+      .onConflict((oc) => oc.column('name').doNothing())
+      .execute();
+    const res = await db
+      .updateTable('job_runs')
+      .set({ last_run_at: now })
+      .where('name', '=', name)
+      .where('last_run_at', '<=', now - intervalMs / 2)
+      .executeTakeFirst();
+    return Number(res.numUpdatedRows) === 1;
+  }
+
+  async function runClaimed(): Promise<boolean> {
+    if (!(await claimTick())) return false;
+    const started = clock.now();
+    await options.run();
+    log.info({ job: name, ms: clock.now() - started }, 'job ran');
+    return true;
+  }
+
+  async function runOnce(): Promise<boolean> {
+    if (dialect !== 'postgres') return runClaimed();
+    return db.connection().execute(async (conn) => {
+      const key = `job:${name}`;
+      const { rows } = await sql<{ ok: boolean }>`select pg_try_advisory_lock(hashtext(${key})) as ok`.execute(conn);
+      if (!rows[0]?.ok) return false;
+      try {
+        return await runClaimed();
+      } finally {
+        await sql`select pg_advisory_unlock(hashtext(${key}))`.execute(conn);
+      }
+    });
+  }
+
+  function schedule(delay: number): void {
+    timer = setTimeout(() => {
+      running = runOnce()
+        .catch((err: unknown) => log.error({ err, job: name }, 'job failed'))
+        .finally(() => {
+          running = undefined;
+          if (timer) schedule(intervalMs);
+        });
+    }, delay);
+    timer.unref();
+  }
+
+  return {
+    runOnce,
+    start: () => schedule(Math.min(intervalMs, 5_000)),
+    async stop() {
+      clearTimeout(timer);
+      timer = undefined;
+      await running;
+    },
+  };
+}

@@ -1,0 +1,308 @@
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import type { Migration } from 'kysely';
+import type { AnyDb, DialectName } from './db.ts';
+import nodemailer from 'nodemailer';
+import type { Logger } from 'pino';
+import type { Clock } from './clock.ts';
+
+import type { Metrics } from './metrics.ts';
+
+/**
+ * Transactional outbox. A use case writes its email into `outbox` inside its
+ * own transaction, so a committed change always has its email queued; the
+ * worker below sends it later, with retries, across restarts.
+ */
+export const outboxMigration: Migration = {
+  async up(db) {
+    await db.schema
+      .createTable('outbox')
+      .addColumn('id', 'text', (c) => c.primaryKey())
+      .addColumn('kind', 'text', (c) => c.notNull())
+      .addColumn('recipient', 'text', (c) => c.notNull())
+      .addColumn('subject', 'text', (c) => c.notNull())
+      .addColumn('text_body', 'text', (c) => c.notNull())
+      .addColumn('html_body', 'text')
+      .addColumn('status', 'text', (c) => c.notNull()) // pending | sent | failed
+      .addColumn('attempts', 'integer', (c) => c.notNull().defaultTo(0))
+      .addColumn('next_attempt_at', 'bigint', (c) => c.notNull())
+      .addColumn('lease_until', 'bigint')
+      .addColumn('last_error', 'text')
+      .addColumn('created_at', 'bigint', (c) => c.notNull())
+      .addColumn('sent_at', 'bigint')
+      .execute();
+    await db.schema.createIndex('outbox_due').on('outbox').columns(['status', 'next_attempt_at']).execute();
+  },
+};
+
+export interface OutboxTable {
+  id: string;
+  kind: string;
+  recipient: string;
+  subject: string;
+  text_body: string;
+  html_body: string | null;
+  status: 'pending' | 'sent' | 'failed';
+  attempts: number;
+  next_attempt_at: number;
+  lease_until: number | null;
+  last_error: string | null;
+  created_at: number;
+  sent_at: number | null;
+}
+
+export interface Email {
+  kind: string;
+  to: string;
+  subject: string;
+  text: string;
+  html?: string;
+}
+
+/** Queues an email; call it with the use case's transaction. */
+export async function enqueueEmail(db: AnyDb, clock: Clock, email: Email): Promise<string> {
+  const id = randomUUID();
+  const now = clock.now();
+  await db
+    .insertInto('outbox')
+    .values({
+      id,
+      kind: email.kind,
+      recipient: email.to,
+      subject: email.subject,
+      text_body: email.text,
+      html_body: email.html ?? null,
+      status: 'pending',
+      attempts: 0,
+      next_attempt_at: now,
+      created_at: now,
+    })
+    .execute();
+  return id;
+}
+
+export interface MailTransport {
+  send(message: { from: string; to: string; subject: string; text: string; html?: string }): Promise<void>;
+}
+
+export interface SmtpSettings {
+  host: string;
+  port: number;
+  user?: string | undefined;
+  pass?: string | undefined;
+  /** PEM file with an extra CA to trust (a private relay, the tests' server). */
+  tlsCaFile?: string | undefined;
+}
+
+/**
+ * SMTP through nodemailer. On any port but 465 the connection must be
+ * upgraded with STARTTLS before anything is sent (`requireTLS`); 465 is
+ * implicit TLS. Certificates are always verified.
+ */
+export function smtpTransport(settings: SmtpSettings): MailTransport {
+  const transporter = nodemailer.createTransport({
+    host: settings.host,
+    port: settings.port,
+    secure: settings.port === 465,
+    requireTLS: settings.port !== 465,
+    auth: settings.user ? { user: settings.user, pass: settings.pass ?? '' } : undefined,
+    tls: {
+      rejectUnauthorized: true,
+      minVersion: 'TLSv1.2',
+      ...(settings.tlsCaFile ? { ca: readFileSync(settings.tlsCaFile) } : {}),
+    },
+    connectionTimeout: 10_000,
+    greetingTimeout: 10_000,
+    socketTimeout: 30_000,
+  });
+  return {
+    async send(message) {
+      await transporter.sendMail(message);
+    },
+  };
+}
+
+/** Development transport: prints the whole email to the log, links included. */
+export function logTransport(log: Logger): MailTransport {
+  return {
+    async send(message) {
+      log.info({ mail: { to: message.to, subject: message.subject } }, `email (not sent, SMTP_HOST unset):\n${message.text}`);
+    },
+  };
+}
+
+export interface OutboxWorkerOptions {
+  db: AnyDb;
+  dialect: DialectName;
+  clock: Clock;
+  transport: MailTransport;
+  from: string;
+  log: Logger;
+  metrics: Metrics;
+  pollMs: number;
+  maxAttempts: number;
+  backoffBaseMs: number;
+  backoffCapMs: number;
+  /** How long a claimed row stays invisible to other workers while it is being sent. */
+  leaseMs?: number;
+  batchSize?: number;
+}
+
+export interface OutboxWorker {
+  start(): void;
+  stop(): Promise<void>;
+  /** Asks for a pass now (after a commit that queued mail). */
+  wake(): void;
+  /** Sends everything due now; resolves with how many rows it handled. */
+  drain(): Promise<number>;
+}
+
+/** Delay before attempt `attempt + 1`: exponential from `base`, capped, with ±20% jitter. */
+export function backoffDelay(attempt: number, baseMs: number, capMs: number, random = Math.random): number {
+  const raw = Math.min(capMs, baseMs * 2 ** Math.max(0, attempt - 1));
+  return Math.round(raw * (0.8 + 0.4 * random()));
+}
+
+export function outboxWorker(options: OutboxWorkerOptions): OutboxWorker {
+  const { db, clock, log, metrics } = options;
+  const leaseMs = options.leaseMs ?? 60_000;
+  const batchSize = options.batchSize ?? 20;
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = true;
+  let pass: Promise<number> | undefined;
+  let again = false;
+  let lastGauge = 0;
+
+  /** Claims due rows by setting a lease; SKIP LOCKED keeps PostgreSQL replicas off each other's rows. */
+  async function claim(): Promise<OutboxTable[]> {
+    const now = clock.now();
+    let due = db
+      .selectFrom('outbox')
+      .select('id')
+      .where('status', '=', 'pending')
+      .where('next_attempt_at', '<=', now)
+      .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]))
+      .orderBy('next_attempt_at')
+      .limit(batchSize);
+    if (options.dialect === 'postgres') due = due.forUpdate().skipLocked();
+    return db
+      .updateTable('outbox')
+      .set({ lease_until: now + leaseMs })
+      .where('id', 'in', due)
+      .returningAll()
+      .execute() as Promise<OutboxTable[]>;
+  }
+
+  async function deliver(row: OutboxTable): Promise<void> {
+    try {
+      await options.transport.send({
+        from: options.from,
+        to: row.recipient,
+        subject: row.subject,
+        text: row.text_body,
+        ...(row.html_body ? { html: row.html_body } : {}),
+      });
+      await db
+        .updateTable('outbox')
+        .set({ status: 'sent', sent_at: clock.now(), lease_until: null, attempts: row.attempts + 1, last_error: null })
+        .where('id', '=', row.id)
+        .execute();
+      metrics.mailSent.inc();
+    } catch (err) {
+      const attempts = row.attempts + 1;
+      const message = String((err as Error)?.message ?? err).slice(0, 500);
+      const failed = attempts >= options.maxAttempts;
+      await db
+        .updateTable('outbox')
+        .set({
+          attempts,
+          last_error: message,
+          lease_until: null,
+          status: failed ? 'failed' : 'pending',
+          next_attempt_at: clock.now() + backoffDelay(attempts, options.backoffBaseMs, options.backoffCapMs),
+        })
+        .where('id', '=', row.id)
+        .execute();
+      if (failed) {
+        metrics.mailFailed.inc();
+        log.error({ outboxId: row.id, kind: row.kind, attempts, error: message }, 'email failed permanently');
+      } else {
+        metrics.mailRetried.inc();
+        log.warn({ outboxId: row.id, kind: row.kind, attempts, error: message }, 'email send failed; will retry');
+      }
+    }
+  }
+
+  async function updateGauge(): Promise<void> {
+    const now = clock.now();
+    if (now - lastGauge < 15_000) return;
+    lastGauge = now;
+    const rows = await db
+      .selectFrom('outbox')
+      .select(['status', (eb) => eb.fn.countAll<number>().as('n')])
+      .where('status', 'in', ['pending', 'failed'])
+      .groupBy('status')
+      .execute();
+    metrics.mailOutbox.reset();
+    metrics.mailOutbox.set({ status: 'pending' }, 0);
+    metrics.mailOutbox.set({ status: 'failed' }, 0);
+    for (const r of rows) metrics.mailOutbox.set({ status: r.status }, Number(r.n));
+  }
+
+  async function drainOnce(): Promise<number> {
+    let handled = 0;
+    for (;;) {
+      const rows = await claim();
+      for (const row of rows) await deliver(row);
+      handled += rows.length;
+      if (rows.length < batchSize) break;
+    }
+    await updateGauge();
+    return handled;
+  }
+
+  /** One pass at a time; a wake during a pass schedules exactly one more. */
+  function drain(): Promise<number> {
+    if (pass) {
+      again = true;
+      return pass;
+    }
+    pass = drainOnce()
+      .catch((err: unknown) => {
+        log.error({ err }, 'outbox pass failed');
+        return 0;
+      })
+      .finally(() => {
+        pass = undefined;
+        if (again && !stopped) {
+          again = false;
+          void drain();
+        }
+      });
+    return pass;
+  }
+
+  function loop(): void {
+    if (stopped) return;
+    timer = setTimeout(() => {
+      void drain().finally(loop);
+    }, options.pollMs);
+    timer.unref();
+  }
+
+  return {
+    start() {
+      stopped = false;
+      loop();
+    },
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      await pass;
+    },
+    wake() {
+      if (!stopped) void drain();
+    },
+    drain,
+  };
+}
