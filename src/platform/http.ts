@@ -79,6 +79,8 @@ export async function createHttpApp(options: AppOptions): Promise<App> {
     return503OnClosing: true,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
+  // Our APIs take JSON only; a text/plain body is a 415, not a string to validate.
+  app.removeContentTypeParser('text/plain');
   app.addSchema(Problem);
   await app.register(swagger, {
     openapi: { info: { title: options.title, version: options.version }, openapi: '3.1.0' },

@@ -169,8 +169,8 @@ export function outboxWorker(options: OutboxWorkerOptions): OutboxWorker {
   const batchSize = options.batchSize ?? 20;
   let timer: NodeJS.Timeout | undefined;
   let stopped = true;
-  let pass: Promise<number> | undefined;
-  let again = false;
+  let running: Promise<number> | undefined;
+  let queued: Promise<number> | undefined;
   let lastGauge = 0;
 
   /** Claims due rows by setting a lease; SKIP LOCKED keeps PostgreSQL replicas off each other's rows. */
@@ -261,25 +261,33 @@ export function outboxWorker(options: OutboxWorkerOptions): OutboxWorker {
     return handled;
   }
 
-  /** One pass at a time; a wake during a pass schedules exactly one more. */
+  /**
+   * One pass at a time. A call during a pass queues exactly one more pass
+   * (shared by every caller meanwhile), so what a caller committed before
+   * calling is always covered by the pass it awaits.
+   */
   function drain(): Promise<number> {
-    if (pass) {
-      again = true;
-      return pass;
+    if (queued) return queued;
+    if (running) {
+      queued = running.then(() => {
+        queued = undefined;
+        return startPass();
+      });
+      return queued;
     }
-    pass = drainOnce()
+    return startPass();
+  }
+
+  function startPass(): Promise<number> {
+    running = drainOnce()
       .catch((err: unknown) => {
         log.error({ err }, 'outbox pass failed');
         return 0;
       })
       .finally(() => {
-        pass = undefined;
-        if (again && !stopped) {
-          again = false;
-          void drain();
-        }
+        running = undefined;
       });
-    return pass;
+    return running;
   }
 
   function loop(): void {
@@ -298,7 +306,8 @@ export function outboxWorker(options: OutboxWorkerOptions): OutboxWorker {
     async stop() {
       stopped = true;
       clearTimeout(timer);
-      await pass;
+      await queued;
+      await running;
     },
     wake() {
       if (!stopped) void drain();
