@@ -1,4 +1,5 @@
 import { createHmac } from 'node:crypto';
+import { availableParallelism } from 'node:os';
 import { hash, verify } from '@node-rs/bcrypt';
 
 /**
@@ -10,24 +11,46 @@ import { hash, verify } from '@node-rs/bcrypt';
  * secret: the hash's strength is bcrypt's. Passwords are NFC-normalised first,
  * so the same password typed on two keyboards matches.
  *
- * @node-rs/bcrypt runs on the libuv thread pool, off the event loop.
+ * @node-rs/bcrypt runs on the libuv thread pool, off the event loop. That
+ * pool (4 threads) also serves DNS lookups and file I/O, so at most one hash
+ * per core runs at once: a burst of logins then queues here instead of
+ * stalling a database or SMTP connect behind it, and throughput is the same
+ * (the cores are the limit either way).
  */
 const PREHASH_KEY = 'accounts/password-prehash/v1';
 
 export const PASSWORD_MIN = 12;
 export const PASSWORD_MAX = 256;
 
+const MAX_CONCURRENT = Math.max(1, Math.min(availableParallelism(), 3));
+let running = 0;
+const waiting: (() => void)[] = [];
+
+async function limited<T>(work: () => Promise<T>): Promise<T> {
+  if (running >= MAX_CONCURRENT) await new Promise<void>((resolve) => waiting.push(resolve));
+  else running++;
+  try {
+    return await work();
+  } finally {
+    const next = waiting.shift();
+    if (next) next();
+    else running--;
+  }
+}
+
 function prehash(password: string): string {
   return createHmac('sha256', PREHASH_KEY).update(password.normalize('NFC'), 'utf8').digest('base64');
 }
 
 export function hashPassword(password: string, cost: number): Promise<string> {
-  return hash(prehash(password), { cost });
+  const input = prehash(password);
+  return limited(() => hash(input, { cost }));
 }
 
 export async function verifyPassword(password: string, stored: string): Promise<boolean> {
   try {
-    return await verify(prehash(password), stored);
+    const input = prehash(password);
+    return await limited(() => verify(input, stored));
   } catch {
     return false;
   }

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Clock } from '../platform/clock.ts';
 import { randomToken, sha256 } from '../platform/crypto.ts';
+import { precompiled } from '../platform/db.ts';
 import type { AuthDeps } from './deps.ts';
 import { type AuthTables, toUser, type User } from './schema.ts';
 
@@ -41,17 +42,21 @@ export async function createSession(
   return { token, expiresAt };
 }
 
-/** The user of a live session, or null for an unknown, expired or revoked token. */
-export async function userForSession(deps: Pick<AuthDeps, 'db' | 'clock'>, token: string): Promise<User | null> {
-  if (!token.startsWith(SESSION_PREFIX)) return null;
-  const row = await deps.db
+// Parameters: token hash, now.
+const sessionUserQuery = precompiled((db: Kysely<AuthTables>) =>
+  db
     .selectFrom('sessions')
     .innerJoin('users', 'users.id', 'sessions.user_id')
     .select(['users.id', 'users.email', 'users.email_verified_at', 'users.created_at'])
-    .where('sessions.token_hash', '=', sha256(token))
+    .where('sessions.token_hash', '=', '')
     .where('sessions.revoked_at', 'is', null)
-    .where('sessions.expires_at', '>', deps.clock.now())
-    .executeTakeFirst();
+    .where('sessions.expires_at', '>', 0),
+);
+
+/** The user of a live session, or null for an unknown, expired or revoked token. */
+export async function userForSession(deps: Pick<AuthDeps, 'db' | 'clock'>, token: string): Promise<User | null> {
+  if (!token.startsWith(SESSION_PREFIX)) return null;
+  const row = await sessionUserQuery(deps.db, [sha256(token), deps.clock.now()]);
   return row ? toUser(row) : null;
 }
 

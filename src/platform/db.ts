@@ -1,4 +1,4 @@
-import { Kysely, Migrator, PostgresDialect, sql, type Migration } from 'kysely';
+import { type Compilable, CompiledQuery, Kysely, Migrator, PostgresAdapter, PostgresDialect, sql, type Migration } from 'kysely';
 import pg from 'pg';
 import { nodeSqliteDialect } from './sqlite-dialect.ts';
 
@@ -29,10 +29,26 @@ export function openDatabase<DB>(options: { url?: string | undefined; sqlitePath
   return { db: new Kysely<DB>({ dialect: nodeSqliteDialect(options.sqlitePath) }), dialect: 'sqlite' };
 }
 
+/**
+ * A migrator bound to the connection's current schema. Kysely looks for its
+ * bookkeeping tables in every schema it can see; naming ours keeps two
+ * services (or two test runs) sharing a PostgreSQL database from confusing
+ * each other's migrations.
+ */
+async function migrator(db: AnyDb, migrations: Record<string, Migration>): Promise<Migrator> {
+  const provider = { getMigrations: async () => migrations };
+  if (db.getExecutor().adapter instanceof PostgresAdapter) {
+    const { rows } = await sql<{ schema: string }>`select current_schema() as schema`.execute(db);
+    const schema = rows[0]?.schema;
+    if (schema) return new Migrator({ db, provider, migrationTableSchema: schema });
+  }
+  return new Migrator({ db, provider });
+}
+
 /** Runs every pending migration; throws with the failing migration's name. */
 export async function migrateToLatest(db: AnyDb, migrations: Record<string, Migration>): Promise<string[]> {
-  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } });
-  const { error, results } = await migrator.migrateToLatest();
+  const m = await migrator(db, migrations);
+  const { error, results } = await m.migrateToLatest();
   if (error) {
     const failed = results?.find((r) => r.status === 'Error')?.migrationName ?? 'unknown';
     throw new Error(`migration ${failed} failed`, { cause: error });
@@ -44,8 +60,7 @@ export async function migrateToLatest(db: AnyDb, migrations: Record<string, Migr
 export async function isReady(db: AnyDb, migrations: Record<string, Migration>): Promise<boolean> {
   try {
     await sql`select 1`.execute(db);
-    const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } });
-    const list = await migrator.getMigrations();
+    const list = await (await migrator(db, migrations)).getMigrations();
     return list.every((m) => m.executedAt !== undefined);
   } catch {
     return false;
@@ -64,3 +79,22 @@ export function isUniqueViolation(err: unknown): boolean {
  */
 // biome-ignore lint/suspicious/noExplicitAny: see above
 export type AnyDb = Kysely<any>;
+
+/**
+ * A hot-path query compiled once per database handle and then run with fresh
+ * parameters. Building and compiling a Kysely query costs more than running
+ * it on SQLite; `build` must use placeholder values in the same order as the
+ * `params` later passed.
+ */
+export function precompiled<Row>(build: (db: AnyDb) => Compilable<Row>) {
+  const cache = new WeakMap<AnyDb, string>();
+  return async (db: AnyDb, params: readonly unknown[]): Promise<Row | undefined> => {
+    let text = cache.get(db);
+    if (text === undefined) {
+      text = build(db).compile().sql;
+      cache.set(db, text);
+    }
+    const result = await db.executeQuery<Row>(CompiledQuery.raw(text, [...params]));
+    return result.rows[0];
+  };
+}

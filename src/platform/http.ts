@@ -1,11 +1,10 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { Type } from 'typebox';
-import { safeEqual } from './crypto.ts';
 import { HttpProblem } from './errors.ts';
 import type { Metrics } from './metrics.ts';
 
@@ -104,7 +103,8 @@ export async function createHttpApp(options: AppOptions): Promise<App> {
   return app as unknown as App;
 }
 
-function toProblem(error: FastifyError): HttpProblem {
+/** Maps any error to the problem we answer with (validation and framework errors included). */
+export function toProblem(error: FastifyError): HttpProblem {
   if (error instanceof HttpProblem) return error;
   if (error.validation) {
     const errors = error.validation.map((v) => {
@@ -146,9 +146,11 @@ export function sendProblem(request: FastifyRequest, reply: FastifyReply, proble
 
 /** An onRequest hook that admits only requests carrying the API key (constant-time compare). */
 export function requireApiKey(expected: string) {
+  const expectedDigest = createHash('sha256').update(expected).digest();
   return async function apiKeyHook(request: FastifyRequest): Promise<void> {
     const given = request.headers['x-api-key'];
-    if (typeof given !== 'string' || !safeEqual(given, expected)) {
+    // Both sides as SHA-256 digests: equal length, so timingSafeEqual leaks neither content nor length.
+    if (typeof given !== 'string' || !timingSafeEqual(createHash('sha256').update(given).digest(), expectedDigest)) {
       throw new HttpProblem(401, 'invalid_api_key', 'The X-Api-Key header is missing or wrong.');
     }
   };

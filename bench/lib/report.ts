@@ -1,0 +1,91 @@
+/** One benchmark's line in the results table. */
+export interface Row {
+  benchmark: string;
+  measured: string;
+  baseline: string;
+  result: string;
+  target: string;
+  pass: boolean;
+}
+
+export interface Report {
+  date: string;
+  node: string;
+  machine: string;
+  cores: number;
+  seconds: number;
+  rows: Row[];
+  /** Supporting figures, one sentence each. */
+  details: string[];
+}
+
+const HEADER = ['#', 'benchmark', 'measured', 'in-run baseline', 'result', 'target', 'verdict'];
+
+function cells(rows: Row[]): string[][] {
+  return rows.map((r, i) => [String(i + 1), r.benchmark, r.measured, r.baseline, r.result, r.target, r.pass ? 'PASS' : 'FAIL']);
+}
+
+/** The table as aligned text, for the terminal. */
+export function textTable(rows: Row[]): string {
+  const all = [HEADER, ...cells(rows)];
+  const widths = HEADER.map((_, c) => Math.max(...all.map((row) => row[c]!.length)));
+  const line = (row: string[]) => row.map((cell, c) => cell.padEnd(widths[c]!)).join('  ');
+  return [line(HEADER), widths.map((w) => '-'.repeat(w)).join('  '), ...cells(rows).map(line)].join('\n');
+}
+
+function markdownTable(rows: Row[]): string {
+  const line = (row: string[]) => `| ${row.map((c) => c.replaceAll('|', '\\|')).join(' | ')} |`;
+  return [line(HEADER), line(HEADER.map(() => '---')), ...cells(rows).map(line)].join('\n');
+}
+
+/** The whole of docs/BENCHMARKS.md. */
+export function markdown(report: Report): string {
+  return `# Benchmarks
+
+Written by \`npm run bench\` (bench/run.ts); do not edit by hand. Last run: ${report.date}, Node ${report.node}, ${report.machine}.
+
+## Method
+
+The machine is shared and noisy (${report.cores} cores), so no figure here is an absolute number to compare across runs: each is a
+ratio against a baseline measured in the same run, or a latency bound that must hold whatever the machine's speed.
+
+- The service under test runs in its own process (bench/servers/auth-server.ts): the real service built by \`loadAuthConfig\` +
+  \`createAuthService\`, workers started, SQLite in a temporary \`DATA_DIR\`, bcrypt cost 12 (\`AUTH_BCRYPT_COST\` unset),
+  \`LOG_LEVEL=warn\`, \`SMTP_HOST\` unset (mail goes to the log transport). autocannon drives it from the bench process over
+  127.0.0.1; the two share the machine's cores.
+- \`AUTH_LIMIT_LOGIN=1000000/60\`: all the load comes from one end-user \`ip\`, which the default per-IP bucket (30/300) would turn
+  into 429s after 30 logins. Every other setting is the default.
+- Each measurement also says who used the CPU meanwhile, in cores: the server, the bench process (autocannon), and the rest of
+  the machine (other processes, and kernel time such as loopback networking). A large "rest" means the run was disturbed.
+- The bench account is created before the server listens, through the domain functions (register; the token from the
+  verification email's text in the outbox; verifyEmail). The bench then signs in over HTTP for its session token.
+
+1. **Login throughput against its physical limit.** Baseline: one bcrypt cost-12 hash with the service's own \`hashPassword\`,
+   timed several times before and after the load, with the server idle; bound = cores / mean hash time. Load: \`POST /v1/login\`
+   (verified account, right password) on 4 × cores connections; the rate counts 2xx responses in a 15 s window that starts after
+   2 s of warm-up. Target: at least 90 % of the bound.
+2. **\`GET /v1/me\` latency while logins saturate the CPU.** Right after window 1, the login load still running, \`GET /v1/me\` at
+   50 requests/s on 2 connections for 10 s; percentiles over the exact latency of every 2xx response. autocannon sends each
+   connection's share of a second back to back and then waits for the next second, which is, if anything, harsher than an even
+   pace. Baseline: the same probe for 5 s on the idle server (after 1 s of warm-up), before the login load. Target: p99 under 20 ms.
+3. **\`GET /v1/me\` throughput against a bare Fastify route.** The baseline is Fastify 5 with its defaults and one route answering
+   \`{"ok":true}\` (bench/servers/bare-fastify.ts, also its own process). 16 connections; 2 s warm-up each, then 5 s slices in the
+   order bare, me, me, bare, so that drift in the machine's speed weighs on both alike. Target: ratio at least 0.40.
+
+## Results
+
+${markdownTable(report.rows)}
+
+${report.details.map((d) => `- ${d}`).join('\n')}
+
+## Reproduce
+
+\`\`\`sh
+npm run bench
+\`\`\`
+
+It takes about ${Math.round(report.seconds / 10) * 10} s, prints the table above and rewrites this file. It exits 0 whether or not
+the targets are met (a missed one shows as FAIL); raw figures go to bench/results/last-run.json (not committed).
+\`BENCH_CPU_PROF=<dir> npm run bench\` also writes a V8 CPU profile of each server process into \`<dir>\`.
+`;
+}

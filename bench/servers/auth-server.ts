@@ -1,0 +1,50 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { register, verifyEmail } from '../../src/auth/accounts.ts';
+import { loadAuthConfig } from '../../src/auth/config.ts';
+import { createAuthService } from '../../src/auth/service.ts';
+import { announce, closeWhenTold } from './lifecycle.ts';
+
+/**
+ * The real account service for the benchmarks, configured from the
+ * environment like `npm run start:auth` (the parent passes DATA_DIR,
+ * AUTH_API_KEY, AUTH_LIMIT_LOGIN, LOG_LEVEL; SMTP unset, so mail goes to the
+ * log transport). Before listening it creates one verified account through
+ * the domain functions: register, then the token from the verification
+ * email's text in the outbox, then verifyEmail. Listens on 127.0.0.1, a free
+ * port, and prints {"url","apiKey","email","password"}.
+ */
+const ownDir = process.env['DATA_DIR'] ? undefined : mkdtempSync(join(tmpdir(), 'auth-bench-'));
+const config = loadAuthConfig({
+  LOG_LEVEL: 'warn',
+  ...process.env,
+  ...(ownDir ? { DATA_DIR: ownDir } : {}),
+  AUTH_HOST: '127.0.0.1',
+  AUTH_PORT: '0',
+});
+const service = await createAuthService(config);
+const { deps } = service;
+
+const email = 'bench@example.com';
+const password = 'bench password 0123456789';
+await register(deps, { email, password, ip: '127.0.0.1' });
+const mail = await deps.db
+  .selectFrom('outbox')
+  .select('text_body')
+  .where('recipient', '=', email)
+  .where('kind', '=', 'verify_email')
+  .executeTakeFirstOrThrow();
+const token = /[?&]token=([^\s&]+)/.exec(mail.text_body)?.[1];
+if (!token) throw new Error(`no verification link in: ${mail.text_body}`);
+await verifyEmail(deps, decodeURIComponent(token));
+
+service.startWorkers();
+await service.app.listen({ host: config.host, port: config.port });
+closeWhenTold(async () => {
+  await service.close();
+  if (ownDir) rmSync(ownDir, { recursive: true, force: true });
+});
+const url = `http://127.0.0.1:${(service.app.server.address() as AddressInfo).port}`;
+announce({ url, apiKey: config.apiKey, email, password });
