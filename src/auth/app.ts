@@ -1,13 +1,24 @@
-import { createHttpApp, requireApiKey, type App } from '../platform/http.ts';
+import type { FastifyError } from 'fastify';
+import { HttpProblem } from '../platform/errors.ts';
+import { acceptFormBodies } from '../platform/form.ts';
+import { createHttpApp, requireApiKey, sendProblem, toProblem, type App } from '../platform/http.ts';
+import { createRateLimiter } from '../platform/limits.ts';
 import type { AuthDeps } from './deps.ts';
+import { ClientMetadataResolver } from './oauth/client-metadata.ts';
+import type { OAuthDeps } from './oauth/clients.ts';
+import { OAuthError } from './oauth/errors.ts';
 import { accountRoutes } from './routes/account.ts';
 import { healthRoutes } from './routes/health.ts';
+import { oauthEndpoints } from './routes/oauth-endpoints.ts';
+import { oauthPages } from './routes/oauth-pages.ts';
+import { tokenRoutes } from './routes/tokens.ts';
 import { verifyPageRoutes } from './routes/verify-page.ts';
 
 /**
  * The account service's HTTP app. Health, readiness and metrics are open;
- * the verification page is open when the service serves it itself; every
- * other route lives in a scope guarded by X-Api-Key.
+ * the verification page is open when the service serves it itself; the
+ * OAuth paths are open only with OAUTH_PUBLIC_ENDPOINTS=true; every other
+ * route lives in a scope guarded by X-Api-Key.
  */
 export async function buildAuthApp(deps: AuthDeps): Promise<App> {
   const app = await createHttpApp({
@@ -20,10 +31,47 @@ export async function buildAuthApp(deps: AuthDeps): Promise<App> {
   });
   await app.register(healthRoutes, { db: deps.db, metrics: deps.metrics });
   if (!deps.config.verifyUrl) await app.register(verifyPageRoutes, deps);
+  const oauth = oauthDeps(deps);
+  if (oauth?.oauth.publicEndpoints) await app.register(oauthScope, { deps: oauth, cors: true });
   await app.register(async (scope) => {
     scope.addHook('onRequest', requireApiKey(deps.config.apiKey));
     await scope.register(accountRoutes, deps);
+    await scope.register(tokenRoutes, deps);
+    if (oauth && !oauth.oauth.publicEndpoints) await scope.register(oauthScope, { deps: oauth, cors: false });
     scope.get('/openapi.json', { schema: { hide: true } }, async () => scope.swagger());
   });
   return app;
+}
+
+function oauthDeps(deps: AuthDeps): OAuthDeps | undefined {
+  const config = deps.config.oauth;
+  if (!config) return undefined;
+  return {
+    ...deps,
+    oauth: config,
+    issuer: deps.config.baseUrl,
+    metadata: new ClientMetadataResolver({ clock: deps.clock, allowInsecure: config.allowInsecureMetadata }),
+    registrationLimiter: createRateLimiter('oauth:register', config.limits.registration, deps.redis),
+  };
+}
+
+/** The OAuth paths, with RFC 6749 error bodies instead of problem+json. */
+async function oauthScope(app: App, opts: { deps: OAuthDeps; cors: boolean }): Promise<void> {
+  acceptFormBodies(app);
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    if (error instanceof OAuthError) {
+      if (error.status >= 400 && error.status < 500) request.log.info({ oauthError: error.error }, 'oauth request refused');
+      return reply
+        .status(error.status)
+        .headers(error.headers)
+        .header('cache-control', 'no-store')
+        .send({ error: error.error, error_description: error.message });
+    }
+    if (error instanceof HttpProblem) return sendProblem(request, reply, error);
+    const problem = toProblem(error);
+    if (problem.status >= 500) return sendProblem(request, reply, problem);
+    return reply.status(problem.status).send({ error: 'invalid_request', error_description: problem.message });
+  });
+  await app.register(oauthEndpoints, { deps: opts.deps, cors: opts.cors, apiKey: opts.deps.config.apiKey });
+  await app.register(oauthPages, opts.deps);
 }

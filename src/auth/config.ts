@@ -1,6 +1,7 @@
 import { join, resolve } from 'node:path';
 import { devSecret, EnvReader, type RateSetting } from '../platform/config.ts';
 import type { SmtpSettings } from '../platform/mail.ts';
+import { redirectUriProblem } from './oauth/redirect-uris.ts';
 
 export interface AuthConfig {
   production: boolean;
@@ -27,6 +28,30 @@ export interface AuthConfig {
   logLevel: string;
   bodyLimit: number;
   trustProxy: boolean;
+  tokens: { maxPerUser: number; defaultTtlDays: number };
+  /** Undefined when OAUTH_CLIENT_ID / OAUTH_CLIENT_SECRET are unset: every OAuth path is 404. */
+  oauth: OAuthConfig | undefined;
+}
+
+export interface OAuthConfig {
+  /** The static confidential client. */
+  clientId: string;
+  clientSecret: string;
+  redirectUris: string[];
+  /** Serve the OAuth paths and pages without X-Api-Key (the service is the public authorization server). */
+  publicEndpoints: boolean;
+  /** Within this window a just-rotated refresh token gets its successor again instead of revoking the family. */
+  refreshGraceMs: number;
+  /** Metadata-URL clients may use http and private addresses (tests, local development). */
+  allowInsecureMetadata: boolean;
+  /** Dynamically registered clients that never obtained a token are purged after this. */
+  unusedClientTtlMs: number;
+  codeTtlMs: number;
+  accessTtlMs: number;
+  refreshTtlMs: number;
+  limits: { registration: RateSetting };
+  /** Browser cookies get Secure and the __Host- prefix. */
+  secureCookies: boolean;
 }
 
 const HOUR = 3_600_000;
@@ -100,8 +125,51 @@ export function loadAuthConfig(env: Record<string, string | undefined> = process
     logLevel: r.string('LOG_LEVEL') ?? 'info',
     bodyLimit: r.int('AUTH_BODY_LIMIT_BYTES', 64 * 1024, 1024, 10 * 1024 * 1024),
     trustProxy: r.bool('AUTH_TRUST_PROXY'),
+    tokens: {
+      maxPerUser: r.int('AUTH_TOKENS_MAX_PER_USER', 20, 1, 1000),
+      defaultTtlDays: r.int('AUTH_TOKENS_DEFAULT_TTL_DAYS', 365, 1, 3650),
+    },
+    oauth: loadOAuthConfig(r, production),
   };
   r.throwIfProblems();
   if (config.apiKeyGenerated) config.apiKey = devSecret(dataDir, 'AUTH_API_KEY');
   return config;
+}
+
+function loadOAuthConfig(r: EnvReader, production: boolean): OAuthConfig | undefined {
+  const clientId = r.string('OAUTH_CLIENT_ID');
+  const clientSecret = r.string('OAUTH_CLIENT_SECRET');
+  const allowInsecureMetadata = r.bool('OAUTH_CLIENT_METADATA_ALLOW_INSECURE');
+  if (production && allowInsecureMetadata) {
+    r.problems.push('OAUTH_CLIENT_METADATA_ALLOW_INSECURE is for tests and local development and is refused when NODE_ENV=production');
+  }
+  if (!clientId && !clientSecret) return undefined;
+  if (!clientId || !clientSecret) {
+    r.problems.push('OAUTH_CLIENT_ID and OAUTH_CLIENT_SECRET must be set together (both unset disables OAuth)');
+    return undefined;
+  }
+  if (production && clientSecret.length < 32) r.problems.push('OAUTH_CLIENT_SECRET must be at least 32 characters');
+  if (clientId.startsWith('svc_') || /^https?:/.test(clientId)) {
+    r.problems.push('OAUTH_CLIENT_ID must not start with svc_ or be a URL (those name dynamic and metadata-URL clients)');
+  }
+  const redirectUris = (r.string('OAUTH_CLIENT_REDIRECT_URIS') ?? '').split(/[\s,]+/).filter(Boolean);
+  if (redirectUris.length === 0) r.problems.push('OAUTH_CLIENT_REDIRECT_URIS must list at least one redirect URI (comma-separated)');
+  for (const uri of redirectUris) {
+    const problem = redirectUriProblem(uri, 'native');
+    if (problem) r.problems.push(`OAUTH_CLIENT_REDIRECT_URIS: "${uri}" ${problem}`);
+  }
+  return {
+    clientId,
+    clientSecret,
+    redirectUris,
+    publicEndpoints: r.bool('OAUTH_PUBLIC_ENDPOINTS'),
+    refreshGraceMs: r.int('OAUTH_REFRESH_REUSE_GRACE_SECONDS', 0, 0, 300) * 1000,
+    allowInsecureMetadata,
+    unusedClientTtlMs: r.int('OAUTH_UNUSED_CLIENT_TTL_DAYS', 30, 1, 3650) * DAY,
+    codeTtlMs: 10 * 60_000,
+    accessTtlMs: HOUR,
+    refreshTtlMs: 30 * DAY,
+    limits: { registration: r.rate('OAUTH_LIMIT_REGISTRATION', { points: 60, durationSeconds: 3600 }) },
+    secureCookies: production,
+  };
 }

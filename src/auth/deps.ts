@@ -1,3 +1,4 @@
+import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Clock } from '../platform/clock.ts';
 import type { DialectName } from '../platform/db.ts';
@@ -15,6 +16,8 @@ export interface AuthDeps {
   log: Logger;
   metrics: Metrics;
   limiters: { register: RateLimiter; login: RateLimiter; resend: RateLimiter; resendPerEmail: RateLimiter };
+  /** Set when REDIS_URL is: state shared by replicas. */
+  redis: Redis | undefined;
   /** Nudges the outbox worker after a commit that queued mail. */
   mailQueued: () => void;
 }

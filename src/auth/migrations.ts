@@ -44,4 +44,106 @@ export const authMigrations: Record<string, Migration> = {
       await db.schema.createIndex('verification_tokens_expires').on('verification_tokens').column('expires_at').execute();
     },
   },
+  '0004_tokens_and_oauth': {
+    async up(db) {
+      await db.schema
+        .createTable('personal_access_tokens')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('user_id', 'text', (c) => c.notNull().references('users.id').onDelete('cascade'))
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('scope', 'text', (c) => c.notNull())
+        .addColumn('token_hash', 'text', (c) => c.notNull().unique())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('expires_at', 'bigint', (c) => c.notNull())
+        .addColumn('last_used_at', 'bigint')
+        .addColumn('revoked_at', 'bigint')
+        .execute();
+      await db.schema.createIndex('pat_user').on('personal_access_tokens').column('user_id').execute();
+      await db.schema.createIndex('pat_expires').on('personal_access_tokens').column('expires_at').execute();
+
+      await db.schema
+        .createTable('oauth_clients')
+        .addColumn('client_id', 'text', (c) => c.primaryKey())
+        .addColumn('client_name', 'text')
+        .addColumn('client_uri', 'text')
+        .addColumn('logo_uri', 'text')
+        .addColumn('redirect_uris', 'text', (c) => c.notNull()) // JSON array
+        .addColumn('application_type', 'text', (c) => c.notNull())
+        .addColumn('scope', 'text')
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('last_token_at', 'bigint')
+        .execute();
+      await db.schema.createIndex('oauth_clients_created').on('oauth_clients').column('created_at').execute();
+
+      await db.schema
+        .createTable('oauth_requests')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('client_id', 'text', (c) => c.notNull())
+        .addColumn('params', 'text', (c) => c.notNull()) // JSON
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('expires_at', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('oauth_requests_expires').on('oauth_requests').column('expires_at').execute();
+
+      await db.schema
+        .createTable('oauth_families')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('user_id', 'text', (c) => c.notNull().references('users.id').onDelete('cascade'))
+        .addColumn('client_id', 'text', (c) => c.notNull())
+        .addColumn('scope', 'text', (c) => c.notNull())
+        .addColumn('resource', 'text')
+        .addColumn('derive_key', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('expires_at', 'bigint', (c) => c.notNull())
+        .addColumn('revoked_at', 'bigint')
+        .execute();
+      await db.schema.createIndex('oauth_families_expires').on('oauth_families').column('expires_at').execute();
+
+      await db.schema
+        .createTable('oauth_codes')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('code_hash', 'text', (c) => c.notNull().unique())
+        .addColumn('client_id', 'text', (c) => c.notNull())
+        .addColumn('user_id', 'text', (c) => c.notNull().references('users.id').onDelete('cascade'))
+        .addColumn('redirect_uri', 'text', (c) => c.notNull())
+        .addColumn('scope', 'text', (c) => c.notNull())
+        .addColumn('resource', 'text')
+        .addColumn('code_challenge', 'text')
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('expires_at', 'bigint', (c) => c.notNull())
+        .addColumn('used_at', 'bigint')
+        .addColumn('family_id', 'text')
+        .execute();
+      await db.schema.createIndex('oauth_codes_expires').on('oauth_codes').column('expires_at').execute();
+
+      for (const table of ['oauth_access_tokens', 'oauth_refresh_tokens'] as const) {
+        await db.schema
+          .createTable(table)
+          .addColumn('id', 'text', (c) => c.primaryKey())
+          .addColumn('token_hash', 'text', (c) => c.notNull().unique())
+          .addColumn('family_id', 'text', (c) => c.notNull().references('oauth_families.id').onDelete('cascade'))
+          .addColumn('client_id', 'text', (c) => c.notNull())
+          .addColumn('user_id', 'text', (c) => c.notNull().references('users.id').onDelete('cascade'))
+          .addColumn('scope', 'text', (c) => c.notNull())
+          .addColumn('resource', 'text')
+          .addColumn('created_at', 'bigint', (c) => c.notNull())
+          .addColumn('expires_at', 'bigint', (c) => c.notNull())
+          .addColumn('rotated_at', 'bigint')
+          .addColumn('revoked_at', 'bigint')
+          .execute();
+        await db.schema.createIndex(`${table}_family`).on(table).column('family_id').execute();
+        await db.schema.createIndex(`${table}_expires`).on(table).column('expires_at').execute();
+      }
+
+      await db.schema
+        .createTable('oauth_consents')
+        .addColumn('user_id', 'text', (c) => c.notNull().references('users.id').onDelete('cascade'))
+        .addColumn('client_id', 'text', (c) => c.notNull())
+        .addColumn('scope', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('updated_at', 'bigint', (c) => c.notNull())
+        .addPrimaryKeyConstraint('oauth_consents_pk', ['user_id', 'client_id'])
+        .execute();
+    },
+  },
 };

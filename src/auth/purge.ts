@@ -1,4 +1,5 @@
 import type { Expression, ExpressionBuilder, SqlBool } from 'kysely';
+import type { AuthConfig } from './config.ts';
 import type { AuthDeps } from './deps.ts';
 
 const BATCH = 1000;
@@ -6,12 +7,31 @@ const DAY = 86_400_000;
 /** Sent emails are kept a week for support questions; failed ones a month, for a human to look at. */
 const SENT_MAIL_RETENTION = 7 * DAY;
 const FAILED_MAIL_RETENTION = 30 * DAY;
+/** A revoked personal access token stays a while, so that revoking it again is still a 204. */
+const REVOKED_PAT_RETENTION = 30 * DAY;
 
 // biome-ignore lint/suspicious/noExplicitAny: each target names its own table's columns
-type Condition = (eb: ExpressionBuilder<any, any>, now: number) => Expression<SqlBool>;
+type Condition = (eb: ExpressionBuilder<any, any>, now: number, config: AuthConfig) => Expression<SqlBool>;
 
-/** What the purge removes: rows of each table matching its condition. Later features add their tables here. */
-export const PURGE_TARGETS: { table: 'sessions' | 'verification_tokens' | 'outbox'; condition: Condition }[] = [
+type PurgeTable =
+  | 'sessions'
+  | 'verification_tokens'
+  | 'outbox'
+  | 'personal_access_tokens'
+  | 'oauth_requests'
+  | 'oauth_codes'
+  | 'oauth_access_tokens'
+  | 'oauth_refresh_tokens'
+  | 'oauth_families'
+  | 'oauth_clients';
+
+/**
+ * What the purge removes: rows of each table matching its condition, by key.
+ * Revoked and rotated refresh tokens stay until they expire, so that their
+ * reuse is still recognised; a family goes when its last refresh token has
+ * expired (its tokens go with it).
+ */
+export const PURGE_TARGETS: { table: PurgeTable; key?: 'client_id'; condition: Condition }[] = [
   {
     table: 'sessions',
     condition: (eb, now) => eb.or([eb('expires_at', '<', now), eb('revoked_at', 'is not', null)]),
@@ -28,6 +48,21 @@ export const PURGE_TARGETS: { table: 'sessions' | 'verification_tokens' | 'outbo
         eb.and([eb('status', '=', 'failed'), eb('created_at', '<', now - FAILED_MAIL_RETENTION)]),
       ]),
   },
+  {
+    table: 'personal_access_tokens',
+    condition: (eb, now) => eb.or([eb('expires_at', '<', now), eb('revoked_at', '<', now - REVOKED_PAT_RETENTION)]),
+  },
+  { table: 'oauth_requests', condition: (eb, now) => eb('expires_at', '<', now) },
+  { table: 'oauth_codes', condition: (eb, now) => eb('expires_at', '<', now) },
+  { table: 'oauth_access_tokens', condition: (eb, now) => eb('expires_at', '<', now) },
+  { table: 'oauth_refresh_tokens', condition: (eb, now) => eb('expires_at', '<', now) },
+  { table: 'oauth_families', condition: (eb, now) => eb('expires_at', '<', now) },
+  {
+    table: 'oauth_clients',
+    key: 'client_id',
+    condition: (eb, now, config) =>
+      eb.and([eb('last_token_at', 'is', null), eb('created_at', '<', now - (config.oauth?.unusedClientTtlMs ?? 30 * DAY))]),
+  },
 ];
 
 /**
@@ -35,18 +70,21 @@ export const PURGE_TARGETS: { table: 'sessions' | 'verification_tokens' | 'outbo
  * table of millions of rows is never loaded or locked at once. Returns the
  * count removed per table; logs it and counts it in metrics.
  */
-export async function purgeExpired(deps: Pick<AuthDeps, 'db' | 'clock' | 'log' | 'metrics'>): Promise<Record<string, number>> {
+export async function purgeExpired(deps: Pick<AuthDeps, 'db' | 'clock' | 'log' | 'metrics' | 'config'>): Promise<Record<string, number>> {
   const now = deps.clock.now();
   const removed: Record<string, number> = {};
-  for (const { table, condition } of PURGE_TARGETS) {
+  for (const { table, key = 'id', condition } of PURGE_TARGETS) {
     let total = 0;
     for (;;) {
       const ids = deps.db
         .selectFrom(table)
-        .select('id')
-        .where((eb) => condition(eb, now))
+        .select(key as 'id')
+        .where((eb) => condition(eb, now, deps.config))
         .limit(BATCH);
-      const res = await deps.db.deleteFrom(table).where('id', 'in', ids).executeTakeFirst();
+      const res = await deps.db
+        .deleteFrom(table)
+        .where(key as 'id', 'in', ids)
+        .executeTakeFirst();
       const n = Number(res.numDeletedRows);
       total += n;
       if (n < BATCH) break;

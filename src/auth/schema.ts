@@ -31,8 +31,73 @@ export interface AuthTables {
     expires_at: number;
     used_at: number | null;
   };
+  personal_access_tokens: {
+    id: string;
+    user_id: string;
+    name: string;
+    scope: string;
+    token_hash: string;
+    created_at: number;
+    expires_at: number;
+    last_used_at: number | null;
+    revoked_at: number | null;
+  };
+  oauth_clients: {
+    client_id: string;
+    client_name: string | null;
+    client_uri: string | null;
+    logo_uri: string | null;
+    redirect_uris: string;
+    application_type: string;
+    scope: string | null;
+    created_at: number;
+    last_token_at: number | null;
+  };
+  oauth_requests: { id: string; client_id: string; params: string; created_at: number; expires_at: number };
+  oauth_families: {
+    id: string;
+    user_id: string;
+    client_id: string;
+    scope: string;
+    resource: string | null;
+    derive_key: string;
+    created_at: number;
+    expires_at: number;
+    revoked_at: number | null;
+  };
+  oauth_codes: {
+    id: string;
+    code_hash: string;
+    client_id: string;
+    user_id: string;
+    redirect_uri: string;
+    scope: string;
+    resource: string | null;
+    code_challenge: string | null;
+    created_at: number;
+    expires_at: number;
+    used_at: number | null;
+    family_id: string | null;
+  };
+  oauth_access_tokens: OAuthTokenRow;
+  oauth_refresh_tokens: OAuthTokenRow;
+  oauth_consents: { user_id: string; client_id: string; scope: string; created_at: number; updated_at: number };
   outbox: OutboxTable;
   job_runs: { name: string; last_run_at: number };
+}
+
+export interface OAuthTokenRow {
+  id: string;
+  token_hash: string;
+  family_id: string;
+  client_id: string;
+  user_id: string;
+  scope: string;
+  resource: string | null;
+  created_at: number;
+  expires_at: number;
+  rotated_at: number | null;
+  revoked_at: number | null;
 }
 
 export type AuthDb = Kysely<AuthTables>;

@@ -61,7 +61,7 @@ export async function createAuthService(config: AuthConfig, overrides: AuthServi
     ...config.mail,
   });
 
-  const deps: AuthDeps = { db, dialect, clock, config, log, metrics, limiters, mailQueued: () => mailWorker.wake() };
+  const deps: AuthDeps = { db, dialect, clock, config, log, metrics, limiters, redis, mailQueued: () => mailWorker.wake() };
   const purgeJob = periodicJob({
     name: 'auth:purge',
     intervalMs: config.purgeIntervalMs,

@@ -15,19 +15,34 @@ const STYLE = `
   button { font: inherit; padding: 0.6rem 1.2rem; border-radius: 0.5rem; border: 0; background: #2556d8; color: #fff; cursor: pointer; }
   button:focus-visible { outline: 3px solid #f0b400; outline-offset: 2px; }
   .error { color: #c0262d; }
+  label { display: block; margin: 0.8rem 0 0.2rem; font-weight: 600; }
+  input[type=email], input[type=password] { font: inherit; width: 100%; box-sizing: border-box; padding: 0.55rem; border: 1px solid GrayText; border-radius: 0.4rem; }
+  .actions { display: flex; gap: 0.75rem; margin-top: 1.2rem; flex-wrap: wrap; }
+  button.secondary { background: transparent; color: CanvasText; border: 1px solid GrayText; }
+  ul.scopes { padding-left: 1.2rem; }
+  .muted { color: GrayText; font-size: 0.9rem; }
 `;
 
 /**
  * A complete server-rendered page with headers that keep it out of frames,
  * caches and referrers. `body` must already be escaped.
  */
-export function sendPage(reply: FastifyReply, status: number, title: string, body: string): FastifyReply {
+export function sendPage(
+  reply: FastifyReply,
+  status: number,
+  title: string,
+  body: string,
+  options: { formAction?: string[] } = {},
+): FastifyReply {
+  // form-action also governs where a form's response may redirect, so pages whose
+  // POST ends in a redirect to an application list that application's origin.
+  const formAction = ["'self'", ...(options.formAction ?? [])].join(' ');
   return reply
     .status(status)
     .type('text/html; charset=utf-8')
     .header(
       'content-security-policy',
-      "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+      `default-src 'none'; style-src 'unsafe-inline'; form-action ${formAction}; frame-ancestors 'none'; base-uri 'none'`,
     )
     .header('x-frame-options', 'DENY')
     .header('referrer-policy', 'no-referrer')

@@ -1,4 +1,4 @@
-import type { AddressInfo } from 'node:net';
+import { createServer, type AddressInfo } from 'node:net';
 import { loadAuthConfig } from '../../src/auth/config.ts';
 import { type AuthService, createAuthService } from '../../src/auth/service.ts';
 import { ManualClock } from '../../src/platform/clock.ts';
@@ -52,7 +52,10 @@ export async function startTestAuth(db: DbKind, env: Record<string, string> = {}
   const database = await freshDatabase(db);
   const mailServer = smtp ?? (await startSmtpServer());
   const clock = new ManualClock(Date.now());
+  // The issuer (AUTH_BASE_URL) must be the URL the service answers on, so pick the port first.
+  const port = await freePort();
   const config = loadAuthConfig({
+    AUTH_BASE_URL: `http://127.0.0.1:${port}`,
     DATA_DIR: database.dataDir,
     AUTH_API_KEY: API_KEY,
     AUTH_BCRYPT_COST: '4',
@@ -67,8 +70,8 @@ export async function startTestAuth(db: DbKind, env: Record<string, string> = {}
   });
   const service = await createAuthService(config, { clock, processMetrics: false });
   service.startWorkers();
-  await service.app.listen({ host: '127.0.0.1', port: 0 });
-  const url = `http://127.0.0.1:${(service.app.server.address() as AddressInfo).port}`;
+  await service.app.listen({ host: '127.0.0.1', port });
+  const url = `http://127.0.0.1:${port}`;
 
   const auth: TestAuth = {
     url,
@@ -127,4 +130,13 @@ export function tokenFromMail(mail: ReceivedMail): string {
   const token = link ? new URL(link).searchParams.get('token') : null;
   if (!token) throw new Error(`no token in email: ${mail.text}`);
   return token;
+}
+
+/** A port that was free a moment ago (the kernel hands out a fresh one; reused at once). */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
 }

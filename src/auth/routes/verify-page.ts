@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import { HttpProblem } from '../../platform/errors.ts';
+import { acceptFormBodies } from '../../platform/form.ts';
 import { escapeHtml, sendPage } from '../../platform/html.ts';
 import type { App } from '../../platform/http.ts';
 import { verifyEmail } from '../accounts.ts';
@@ -12,9 +13,7 @@ import type { AuthDeps } from '../deps.ts';
  * links, and a GET must not consume the token); the POST verifies.
  */
 export async function verifyPageRoutes(app: App, deps: AuthDeps): Promise<void> {
-  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => {
-    done(null, Object.fromEntries(new URLSearchParams(body as string)));
-  });
+  acceptFormBodies(app);
 
   const Token = Type.Object({ token: Type.Optional(Type.String({ maxLength: 256 })) });
 

@@ -1,0 +1,55 @@
+import type { FastifyRequest } from 'fastify';
+import { safeEqual } from '../../platform/crypto.ts';
+import { findClient, type OAuthClient, type OAuthDeps } from './clients.ts';
+import { invalidClient, invalidRequest, param } from './errors.ts';
+
+/** Credentials from HTTP Basic (RFC 6749 section 2.3.1: each part form-urlencoded before base64). */
+function basicCredentials(request: FastifyRequest): { id: string; secret: string } | null {
+  const header = request.headers.authorization;
+  if (!header?.toLowerCase().startsWith('basic ')) return null;
+  const decoded = Buffer.from(header.slice(6).trim(), 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  if (colon < 0) throw invalidClient('Malformed Basic credentials.', { 'www-authenticate': 'Basic realm="oauth"' });
+  try {
+    const unform = (s: string) => decodeURIComponent(s.replaceAll('+', ' '));
+    return { id: unform(decoded.slice(0, colon)), secret: unform(decoded.slice(colon + 1)) };
+  } catch {
+    throw invalidClient('Malformed Basic credentials.', { 'www-authenticate': 'Basic realm="oauth"' });
+  }
+}
+
+/**
+ * Authenticates the client of a token, revocation or introspection request:
+ * the static client with client_secret_basic or client_secret_post; public
+ * clients (dynamic, metadata-URL) by client_id alone (method none), which is
+ * why their codes are bound to a PKCE verifier. `requireConfidential` is for
+ * introspection.
+ */
+export async function authenticateClient(
+  deps: OAuthDeps,
+  request: FastifyRequest,
+  body: unknown,
+  options: { requireConfidential?: boolean } = {},
+): Promise<OAuthClient> {
+  const basic = basicCredentials(request);
+  const bodyId = param(body, 'client_id');
+  const bodySecret = param(body, 'client_secret');
+  if (basic && bodySecret !== undefined) throw invalidRequest('Use one client authentication method, not two.');
+  if (basic && bodyId !== undefined && bodyId !== basic.id) throw invalidRequest('client_id does not match the Basic credentials.');
+  const id = basic?.id ?? bodyId;
+  const secret = basic?.secret ?? bodySecret;
+  const challenge = basic ? { 'www-authenticate': 'Basic realm="oauth"' } : undefined;
+  if (!id) throw invalidClient('Client authentication is required (client_id).', challenge);
+
+  const client = await findClient(deps, id);
+  if (!client) throw invalidClient('Unknown client.', challenge);
+  if (client.confidential) {
+    if (secret === undefined || !safeEqual(secret, deps.oauth.clientSecret)) {
+      throw invalidClient('Client authentication failed.', challenge);
+    }
+  } else {
+    if (secret !== undefined) throw invalidClient('This client is public and has no secret.', challenge);
+    if (options.requireConfidential) throw invalidClient('Only the confidential client may use this endpoint.', challenge);
+  }
+  return client;
+}

@@ -1,0 +1,95 @@
+import type { RateLimiter } from '../../platform/limits.ts';
+import type { OAuthConfig } from '../config.ts';
+import type { AuthDeps } from '../deps.ts';
+import { type ClientMetadataResolver, isMetadataClientId } from './client-metadata.ts';
+import type { ApplicationType } from './redirect-uris.ts';
+
+/** What the OAuth code is handed: the account service's deps plus the OAuth settings. */
+export interface OAuthDeps extends AuthDeps {
+  oauth: OAuthConfig;
+  metadata: ClientMetadataResolver;
+  registrationLimiter: RateLimiter;
+  /** The issuer identifier (RFC 8414, RFC 9207): AUTH_BASE_URL. */
+  issuer: string;
+}
+
+/**
+ * A client as every OAuth check sees it, whichever of the three kinds it is:
+ * the static confidential client from the environment, a dynamically
+ * registered public client (`svc_…`), or a metadata-document client (its
+ * client_id is an https URL).
+ */
+export interface OAuthClient {
+  id: string;
+  kind: 'static' | 'dynamic' | 'metadata';
+  /** Name to show a person; falls back to the host. */
+  name: string;
+  /** Host to show beside the name: of client_uri, else of the first redirect URI. */
+  host: string;
+  /** For metadata-URL clients: the host of the metadata URL, the one identity they proved. */
+  metadataHost: string | null;
+  redirectUris: string[];
+  applicationType: ApplicationType;
+  confidential: boolean;
+  /** Scopes the client may ask for; null: any registered scope. */
+  allowedScopes: string[] | null;
+}
+
+function hostOf(uri: string | null | undefined): string | null {
+  if (!uri) return null;
+  try {
+    const url = new URL(uri);
+    return url.host || url.protocol.slice(0, -1);
+  } catch {
+    return null;
+  }
+}
+
+/** The client with this id, or null when there is none. Metadata-URL failures throw invalid_client with the reason. */
+export async function findClient(deps: OAuthDeps, clientId: string): Promise<OAuthClient | null> {
+  if (clientId === deps.oauth.clientId) {
+    const host = hostOf(deps.oauth.redirectUris[0]) ?? 'unknown';
+    return {
+      id: clientId,
+      kind: 'static',
+      name: host,
+      host,
+      metadataHost: null,
+      redirectUris: deps.oauth.redirectUris,
+      applicationType: 'web',
+      confidential: true,
+      allowedScopes: null,
+    };
+  }
+  if (isMetadataClientId(clientId)) {
+    const doc = await deps.metadata.resolve(clientId);
+    const host = hostOf(doc.clientUri) ?? hostOf(doc.redirectUris[0]) ?? 'unknown';
+    return {
+      id: clientId,
+      kind: 'metadata',
+      name: doc.clientName ?? host,
+      host,
+      metadataHost: hostOf(clientId),
+      redirectUris: doc.redirectUris,
+      applicationType: doc.applicationType,
+      confidential: false,
+      allowedScopes: doc.scope,
+    };
+  }
+  if (!clientId.startsWith('svc_') || clientId.length > 64) return null;
+  const row = await deps.db.selectFrom('oauth_clients').selectAll().where('client_id', '=', clientId).executeTakeFirst();
+  if (!row) return null;
+  const redirectUris = JSON.parse(row.redirect_uris) as string[];
+  const host = hostOf(row.client_uri) ?? hostOf(redirectUris[0]) ?? 'unknown';
+  return {
+    id: row.client_id,
+    kind: 'dynamic',
+    name: row.client_name ?? host,
+    host,
+    metadataHost: null,
+    redirectUris,
+    applicationType: row.application_type as ApplicationType,
+    confidential: false,
+    allowedScopes: row.scope ? row.scope.split(' ') : null,
+  };
+}

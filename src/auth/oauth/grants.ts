@@ -1,0 +1,177 @@
+import { createHash } from 'node:crypto';
+import { safeEqual, sha256 } from '../../platform/crypto.ts';
+import { formatScope, parseScope, scopesCovered, UnknownScopeError } from '../scopes.ts';
+import type { OAuthClient, OAuthDeps } from './clients.ts';
+import { invalidGrant, invalidRequest, invalidScope, invalidTarget, param, unsupportedGrantType } from './errors.ts';
+import { openFamily, revokeFamily, successorTokens, type TokenResponse, writeTokens } from './tokens.ts';
+
+const VERIFIER = /^[A-Za-z0-9._~-]{43,128}$/;
+
+/** The token endpoint's grants (RFC 6749 sections 4.1.3 and 6, OAuth 2.1). */
+export async function grantTokens(deps: OAuthDeps, client: OAuthClient, body: unknown): Promise<TokenResponse> {
+  const grantType = param(body, 'grant_type');
+  if (grantType === 'authorization_code') return exchangeCode(deps, client, body);
+  if (grantType === 'refresh_token') return refresh(deps, client, body);
+  if (!grantType) throw invalidRequest('grant_type is required.');
+  throw unsupportedGrantType('Supported grant types: authorization_code, refresh_token.');
+}
+
+/** RFC 8707: the token request may name the resource, but only one that was authorized. */
+function checkResource(body: unknown, authorized: string | null): void {
+  const resource = param(body, 'resource');
+  if (resource !== undefined && resource !== authorized) {
+    throw invalidTarget('The resource was not part of this authorization.');
+  }
+}
+
+/**
+ * authorization_code: the code is single use, lives 10 minutes, is bound to
+ * its client, redirect URI and PKCE challenge. A second use revokes every
+ * token issued from the first (RFC 6749 section 4.1.2, RFC 9700 section 4.5).
+ */
+async function exchangeCode(deps: OAuthDeps, client: OAuthClient, body: unknown): Promise<TokenResponse> {
+  const code = param(body, 'code');
+  if (!code) throw invalidRequest('code is required.');
+  const redirectUri = param(body, 'redirect_uri');
+  const verifier = param(body, 'code_verifier');
+  const now = deps.clock.now();
+
+  const row = await deps.db.selectFrom('oauth_codes').selectAll().where('code_hash', '=', sha256(code)).executeTakeFirst();
+  if (!row || row.client_id !== client.id) throw invalidGrant('The authorization code is invalid.');
+  if (row.used_at !== null) {
+    if (row.family_id) await revokeFamily(deps, deps.db, row.family_id, 'authorization code reused');
+    throw invalidGrant('The authorization code has already been used; tokens issued from it are revoked.');
+  }
+  if (row.expires_at <= now) throw invalidGrant('The authorization code has expired.');
+  if (redirectUri !== row.redirect_uri) throw invalidGrant('redirect_uri does not match the authorization request.');
+  if (row.code_challenge !== null) {
+    if (!verifier) throw invalidGrant('code_verifier is required (PKCE).');
+    if (!VERIFIER.test(verifier)) throw invalidGrant('code_verifier must be 43 to 128 unreserved characters.');
+    const computed = createHash('sha256').update(verifier).digest('base64url');
+    if (!safeEqual(computed, row.code_challenge)) throw invalidGrant('code_verifier does not match the code challenge.');
+  } else if (verifier !== undefined) {
+    // RFC 9700 section 4.8.2: a verifier without a challenge is a downgrade attempt.
+    throw invalidGrant('code_verifier was sent but the authorization request had no code_challenge.');
+  }
+  checkResource(body, row.resource);
+
+  const result = await deps.db.transaction().execute(async (trx) => {
+    const claimed = await trx
+      .updateTable('oauth_codes')
+      .set({ used_at: now })
+      .where('id', '=', row.id)
+      .where('used_at', 'is', null)
+      .executeTakeFirst();
+    if (Number(claimed.numUpdatedRows) !== 1) return null;
+    const { familyId, tokens } = await openFamily(deps, trx, {
+      clientId: client.id,
+      userId: row.user_id,
+      scope: row.scope,
+      resource: row.resource,
+    });
+    await trx.updateTable('oauth_codes').set({ family_id: familyId }).where('id', '=', row.id).execute();
+    return tokens;
+  });
+  if (!result) {
+    // A concurrent exchange won; this one is a reuse.
+    const used = await deps.db.selectFrom('oauth_codes').select('family_id').where('id', '=', row.id).executeTakeFirst();
+    if (used?.family_id) await revokeFamily(deps, deps.db, used.family_id, 'authorization code reused');
+    throw invalidGrant('The authorization code has already been used; tokens issued from it are revoked.');
+  }
+  return result;
+}
+
+/**
+ * refresh_token: every use rotates the token. Presenting a rotated token
+ * again revokes the whole family (RFC 9700 section 4.14.2), except within
+ * OAUTH_REFRESH_REUSE_GRACE_SECONDS, where it returns the same successor (for
+ * clients that refresh concurrently or retry after a lost response).
+ * Scope may be narrowed, never widened beyond the original grant.
+ */
+async function refresh(deps: OAuthDeps, client: OAuthClient, body: unknown): Promise<TokenResponse> {
+  const presented = param(body, 'refresh_token');
+  if (!presented) throw invalidRequest('refresh_token is required.');
+  const now = deps.clock.now();
+  const token = await deps.db
+    .selectFrom('oauth_refresh_tokens as t')
+    .innerJoin('oauth_families as f', 'f.id', 't.family_id')
+    .select(['t.id', 't.client_id', 't.user_id', 't.expires_at', 't.rotated_at', 't.revoked_at'])
+    .select(['f.id as family_id', 'f.scope as family_scope', 'f.resource', 'f.derive_key', 'f.revoked_at as family_revoked_at'])
+    .where('t.token_hash', '=', sha256(presented))
+    .executeTakeFirst();
+  if (!token || token.client_id !== client.id) throw invalidGrant('The refresh token is invalid.');
+  if (token.family_revoked_at !== null || token.revoked_at !== null) throw invalidGrant('The refresh token has been revoked.');
+  if (token.expires_at <= now) throw invalidGrant('The refresh token has expired.');
+
+  const granted = token.family_scope.split(' ');
+  let scope = granted;
+  const requested = param(body, 'scope');
+  if (requested !== undefined) {
+    try {
+      scope = parseScope(requested);
+    } catch (err) {
+      if (err instanceof UnknownScopeError) throw invalidScope(err.message);
+      throw err;
+    }
+    if (!scopesCovered(granted, scope)) throw invalidScope('A refresh may narrow the scope, never widen it.');
+  }
+  checkResource(body, token.resource);
+
+  const successors = successorTokens(token.derive_key, presented);
+  if (token.rotated_at === null) {
+    const issued = await deps.db.transaction().execute(async (trx) => {
+      const claimed = await trx
+        .updateTable('oauth_refresh_tokens')
+        .set({ rotated_at: now })
+        .where('id', '=', token.id)
+        .where('rotated_at', 'is', null)
+        .where('revoked_at', 'is', null)
+        .executeTakeFirst();
+      if (Number(claimed.numUpdatedRows) !== 1) return null;
+      return writeTokens(deps, trx, {
+        familyId: token.family_id,
+        clientId: client.id,
+        userId: token.user_id,
+        scope: formatScope(scope),
+        resource: token.resource,
+        ...successors,
+      });
+    });
+    if (issued) return issued;
+  }
+  return reuse(deps, token.id, token.family_id, successors);
+}
+
+/** A rotated refresh token came back: the grace window's same successor, or the family's end. */
+async function reuse(
+  deps: OAuthDeps,
+  tokenId: string,
+  familyId: string,
+  successors: { access: string; refresh: string },
+): Promise<TokenResponse> {
+  const now = deps.clock.now();
+  const rotated = await deps.db.selectFrom('oauth_refresh_tokens').select('rotated_at').where('id', '=', tokenId).executeTakeFirst();
+  if (deps.oauth.refreshGraceMs > 0 && rotated?.rotated_at != null && now - rotated.rotated_at <= deps.oauth.refreshGraceMs) {
+    const next = await deps.db
+      .selectFrom('oauth_refresh_tokens')
+      .select(['scope', 'rotated_at', 'revoked_at'])
+      .where('token_hash', '=', sha256(successors.refresh))
+      .executeTakeFirst();
+    const access = await deps.db
+      .selectFrom('oauth_access_tokens')
+      .select(['expires_at', 'revoked_at'])
+      .where('token_hash', '=', sha256(successors.access))
+      .executeTakeFirst();
+    if (next && access && next.rotated_at === null && next.revoked_at === null && access.revoked_at === null) {
+      return {
+        access_token: successors.access,
+        token_type: 'Bearer',
+        expires_in: Math.max(0, Math.floor((access.expires_at - now) / 1000)),
+        refresh_token: successors.refresh,
+        scope: next.scope,
+      };
+    }
+  }
+  await revokeFamily(deps, deps.db, familyId, 'refresh token reused');
+  throw invalidGrant('The refresh token has already been used; every token of this authorization is revoked.');
+}

@@ -1,0 +1,84 @@
+import type { FastifyReply } from 'fastify';
+import { escapeHtml, sendPage } from '../../platform/html.ts';
+import { SCOPES } from '../scopes.ts';
+import type { PendingRequest } from './authorize.ts';
+import type { OAuthClient } from './clients.ts';
+
+/** Origin (or private-use scheme) of a redirect URI, for the pages' CSP form-action. */
+export function formActionSource(redirectUri: string): string {
+  const url = new URL(redirectUri);
+  return url.protocol === 'http:' || url.protocol === 'https:' ? url.origin : url.protocol;
+}
+
+function clientLine(client: OAuthClient): string {
+  const via = client.metadataHost && client.metadataHost !== client.host ? ` (identified by ${escapeHtml(client.metadataHost)})` : '';
+  return `<strong>${escapeHtml(client.name)}</strong> <span class="muted">at ${escapeHtml(client.host)}${via}</span>`;
+}
+
+function hidden(name: string, value: string): string {
+  return `<input type="hidden" name="${name}" value="${escapeHtml(value)}">`;
+}
+
+export function loginPage(
+  reply: FastifyReply,
+  args: { status: number; action: string; client: OAuthClient; request: PendingRequest; csrf: string; email?: string; error?: string },
+): FastifyReply {
+  const error = args.error ? `<p class="error" role="alert">${escapeHtml(args.error)}</p>` : '';
+  return sendPage(
+    reply,
+    args.status,
+    'Sign in',
+    `<h1>Sign in</h1>
+     <p>to continue to ${clientLine(args.client)}</p>
+     ${error}
+     <form method="post" action="${escapeHtml(args.action)}">
+       ${hidden('request', args.request.id)}${hidden('csrf', args.csrf)}
+       <label for="email">Email</label>
+       <input id="email" name="email" type="email" autocomplete="username" required value="${escapeHtml(args.email ?? '')}">
+       <label for="password">Password</label>
+       <input id="password" name="password" type="password" autocomplete="current-password" required>
+       <div class="actions"><button type="submit">Sign in</button></div>
+     </form>`,
+    { formAction: [formActionSource(args.request.redirectUri)] },
+  );
+}
+
+export function consentPage(
+  reply: FastifyReply,
+  args: { action: string; client: OAuthClient; request: PendingRequest; csrf: string; email: string },
+): FastifyReply {
+  const scopes = args.request.scope
+    .map((s) => `<li>${escapeHtml(SCOPES[s] ?? s)} <span class="muted">(${escapeHtml(s)})</span></li>`)
+    .join('');
+  const resource = args.request.resource
+    ? `<p class="muted">For use with ${escapeHtml(new URL(args.request.resource).host)}.</p>`
+    : '';
+  return sendPage(
+    reply,
+    200,
+    'Allow access?',
+    `<h1>Allow access?</h1>
+     <p>${clientLine(args.client)} wants to:</p>
+     <ul class="scopes">${scopes}</ul>
+     ${resource}
+     <p class="muted">Signed in as ${escapeHtml(args.email)}. You will be sent back to ${escapeHtml(formActionSource(args.request.redirectUri))}.</p>
+     <form method="post" action="${escapeHtml(args.action)}">
+       ${hidden('request', args.request.id)}${hidden('csrf', args.csrf)}
+       <div class="actions">
+         <button type="submit" name="decision" value="approve">Allow</button>
+         <button type="submit" name="decision" value="deny" class="secondary">Deny</button>
+       </div>
+     </form>`,
+    { formAction: [formActionSource(args.request.redirectUri)] },
+  );
+}
+
+export function errorPage(reply: FastifyReply, status: number, message: string): FastifyReply {
+  return sendPage(
+    reply,
+    status,
+    'Cannot continue',
+    `<h1>This request cannot continue</h1><p class="error" role="alert">${escapeHtml(message)}</p>
+     <p class="muted">Go back to the application and try again.</p>`,
+  );
+}

@@ -1,0 +1,164 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { safeEqual, sha256 } from '../../platform/crypto.ts';
+import type { App } from '../../platform/http.ts';
+import { type BearerGrant, resolveBearer } from '../bearer.ts';
+import { SCOPES, scopesCovered } from '../scopes.ts';
+import { authenticateClient } from '../oauth/client-auth.ts';
+import type { OAuthDeps } from '../oauth/clients.ts';
+import { invalidRequest, invalidToken, insufficientScope, OAuthError, param } from '../oauth/errors.ts';
+import { grantTokens } from '../oauth/grants.ts';
+import { registerClient } from '../oauth/registration.ts';
+import { revokeFamily } from '../oauth/tokens.ts';
+
+const NO_STORE = { 'cache-control': 'no-store', pragma: 'no-cache' };
+
+/** RFC 8414 metadata. */
+export function discoveryDocument(deps: OAuthDeps) {
+  const base = deps.issuer;
+  return {
+    issuer: base,
+    authorization_endpoint: `${base}/oauth/authorize`,
+    token_endpoint: `${base}/oauth/token`,
+    registration_endpoint: `${base}/oauth/register`,
+    revocation_endpoint: `${base}/oauth/revoke`,
+    introspection_endpoint: `${base}/oauth/introspect`,
+    userinfo_endpoint: `${base}/oauth/userinfo`,
+    scopes_supported: Object.keys(SCOPES),
+    response_types_supported: ['code'],
+    response_modes_supported: ['query'],
+    grant_types_supported: ['authorization_code', 'refresh_token'],
+    code_challenge_methods_supported: ['S256'],
+    token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
+    revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
+    introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
+    authorization_response_iss_parameter_supported: true,
+    client_id_metadata_document_supported: true,
+  };
+}
+
+/**
+ * The machine-facing OAuth endpoints. `cors` (public mode) opens discovery,
+ * token, registration and revocation to browser and desktop clients: any
+ * origin, no credentials (they authenticate with parameters, not cookies).
+ */
+export async function oauthEndpoints(app: App, opts: { deps: OAuthDeps; cors: boolean; apiKey: string }): Promise<void> {
+  const { deps } = opts;
+  const corsPaths = ['/.well-known/oauth-authorization-server', '/oauth/token', '/oauth/register', '/oauth/revoke'];
+  if (opts.cors) {
+    app.addHook('onSend', async (request, reply) => {
+      if (corsPaths.includes(request.routeOptions.url ?? '')) {
+        reply.header('access-control-allow-origin', '*');
+        reply.header('access-control-expose-headers', 'www-authenticate, retry-after');
+      }
+    });
+    for (const path of corsPaths) {
+      app.options(path, { schema: { hide: true } }, async (_request, reply) =>
+        reply
+          .status(204)
+          .header('access-control-allow-methods', path.startsWith('/.well-known') ? 'GET, OPTIONS' : 'POST, OPTIONS')
+          .header('access-control-allow-headers', 'authorization, content-type, mcp-protocol-version')
+          .header('access-control-max-age', '86400')
+          .send(),
+      );
+    }
+  }
+
+  app.get('/.well-known/oauth-authorization-server', { schema: { hide: true } }, async (_request, reply) =>
+    reply.header('cache-control', 'public, max-age=3600').send(discoveryDocument(deps)),
+  );
+
+  app.post('/oauth/token', { schema: { hide: true } }, async (request, reply) => {
+    reply.headers(NO_STORE);
+    const client = await authenticateClient(deps, request, request.body);
+    return grantTokens(deps, client, request.body);
+  });
+
+  app.post('/oauth/register', { schema: { hide: true } }, async (request, reply) => {
+    reply.headers(NO_STORE);
+    const limit = await deps.registrationLimiter.consume(request.ip);
+    if (!limit.allowed) {
+      deps.metrics.rateLimited.inc({ bucket: 'oauth_register' });
+      throw new OAuthError('slow_down', 'Too many registrations from this address; try again later.', 429, {
+        'retry-after': String(Math.max(1, Math.ceil(limit.retryAfterMs / 1000))),
+      });
+    }
+    return reply.status(201).send(await registerClient(deps, request.body));
+  });
+
+  app.post('/oauth/revoke', { schema: { hide: true } }, async (request, reply) => {
+    const client = await authenticateClient(deps, request, request.body);
+    const token = param(request.body, 'token');
+    if (!token) throw invalidRequest('token is required.');
+    await revoke(deps, client.id, token);
+    // RFC 7009 section 2.2: 200 whether or not the token was known.
+    return reply.status(200).headers(NO_STORE).send();
+  });
+
+  app.post('/oauth/introspect', { schema: { hide: true } }, async (request, reply) => {
+    reply.headers(NO_STORE);
+    const key = request.headers['x-api-key'];
+    if (typeof key !== 'string' || !safeEqual(key, opts.apiKey)) {
+      await authenticateClient(deps, request, request.body, { requireConfidential: true });
+    }
+    const token = param(request.body, 'token');
+    if (!token) throw invalidRequest('token is required.');
+    const grant = await resolveBearer(deps, token);
+    return grant ? introspection(deps, grant) : { active: false };
+  });
+
+  const userinfo = async (request: FastifyRequest, reply: FastifyReply) => {
+    reply.headers(NO_STORE);
+    const m = /^Bearer +([\x21-\x7e]+) *$/i.exec(request.headers.authorization ?? '');
+    const grant = m?.[1] ? await resolveBearer(deps, m[1]) : null;
+    if (!grant) {
+      throw invalidToken('The access token is missing, invalid or expired.', {
+        'www-authenticate': 'Bearer error="invalid_token", error_description="The access token is missing, invalid or expired"',
+      });
+    }
+    if (!scopesCovered(grant.scope.split(' '), ['identity'])) {
+      throw insufficientScope('The token lacks the identity scope.', {
+        'www-authenticate': 'Bearer error="insufficient_scope", scope="identity"',
+      });
+    }
+    return { sub: grant.userId, email: grant.email, email_verified: grant.emailVerified };
+  };
+  app.get('/oauth/userinfo', { schema: { hide: true } }, userinfo);
+  app.post('/oauth/userinfo', { schema: { hide: true } }, userinfo);
+}
+
+/** RFC 7662 section 2.2 response, for access tokens and personal access tokens alike. */
+function introspection(deps: OAuthDeps, grant: BearerGrant) {
+  return {
+    active: true,
+    scope: grant.scope,
+    client_id: grant.clientId ?? undefined,
+    sub: grant.userId,
+    username: grant.email,
+    exp: Math.floor(grant.expiresAt / 1000),
+    iat: Math.floor(grant.issuedAt / 1000),
+    iss: deps.issuer,
+    ...(grant.resource ? { aud: grant.resource } : {}),
+    token_type: grant.kind,
+  };
+}
+
+/** Revokes a refresh token (and so its family) or an access token, if it belongs to the client. */
+async function revoke(deps: OAuthDeps, clientId: string, token: string): Promise<void> {
+  const hash = sha256(token);
+  const refresh = await deps.db
+    .selectFrom('oauth_refresh_tokens')
+    .select(['family_id', 'client_id'])
+    .where('token_hash', '=', hash)
+    .executeTakeFirst();
+  if (refresh) {
+    if (refresh.client_id === clientId) await revokeFamily(deps, deps.db, refresh.family_id, 'revoked by client');
+    return;
+  }
+  await deps.db
+    .updateTable('oauth_access_tokens')
+    .set({ revoked_at: deps.clock.now() })
+    .where('token_hash', '=', hash)
+    .where('client_id', '=', clientId)
+    .where('revoked_at', 'is', null)
+    .execute();
+}
