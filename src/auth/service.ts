@@ -43,6 +43,9 @@ export async function createAuthService(config: AuthConfig, overrides: AuthServi
 
   const redis = config.redisUrl ? new Redis(config.redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: false }) : undefined;
   redis?.on('error', (err) => log.warn({ err: err.message }, 'redis error'));
+  // Until the client is connected every command fails over to the per-process bucket, so a fresh
+  // replica would not share limits; wait for it (bounded: Redis being down must not stop start-up).
+  if (redis) await redisReady(redis, 5000, log);
   const limiters = {
     register: createRateLimiter('auth:register', config.limits.register, redis),
     login: createRateLimiter('auth:login', config.limits.login, redis),
@@ -92,4 +95,18 @@ export async function createAuthService(config: AuthConfig, overrides: AuthServi
       await db.destroy();
     },
   };
+}
+
+function redisReady(redis: Redis, timeoutMs: number, log: Logger): Promise<void> {
+  if (redis.status === 'ready') return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      log.warn('redis not ready after 5 s; rate limits stay per process until it is');
+      resolve();
+    }, timeoutMs);
+    redis.once('ready', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
 }

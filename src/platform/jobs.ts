@@ -33,18 +33,24 @@ interface JobOptions {
 }
 
 /**
- * A job that runs every `intervalMs` on exactly one replica per tick. A tick is
- * claimed with one conditional UPDATE of `job_runs` (a replica whose clock
- * fires later in the same tick finds it taken); on PostgreSQL the run also
- * holds an advisory lock, so a slow run never overlaps the next one.
+ * A job that runs every `intervalMs` on exactly one replica per tick (see
+ * claimTick); on PostgreSQL the run also holds an advisory lock, so a slow
+ * run never overlaps the next one.
  */
 export function periodicJob(options: JobOptions): PeriodicJob {
   const { name, intervalMs, db, dialect, clock, log } = options;
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<unknown> | undefined;
 
-  async function claimTick(): Promise<boolean> {
+  /**
+   * Claims the current tick: the interval-long window of wall-clock time that
+   * `now` falls in. Whichever replica fires first in a window claims it with
+   * one conditional UPDATE; the others find it taken, whatever the phase of
+   * their timers.
+   */
+  async function claimTick(db: AnyDb): Promise<boolean> {
     const now = clock.now();
+    const windowStart = now - (now % intervalMs);
     await db
       .insertInto('job_runs')
       .values({ name, last_run_at: 0 })
@@ -54,13 +60,13 @@ export function periodicJob(options: JobOptions): PeriodicJob {
       .updateTable('job_runs')
       .set({ last_run_at: now })
       .where('name', '=', name)
-      .where('last_run_at', '<=', now - intervalMs / 2)
+      .where('last_run_at', '<', windowStart)
       .executeTakeFirst();
     return Number(res.numUpdatedRows) === 1;
   }
 
-  async function runClaimed(): Promise<boolean> {
-    if (!(await claimTick())) return false;
+  async function runClaimed(claimOn: AnyDb): Promise<boolean> {
+    if (!(await claimTick(claimOn))) return false;
     const started = clock.now();
     await options.run();
     log.info({ job: name, ms: clock.now() - started }, 'job ran');
@@ -68,15 +74,17 @@ export function periodicJob(options: JobOptions): PeriodicJob {
   }
 
   async function runOnce(): Promise<boolean> {
-    if (dialect !== 'postgres') return runClaimed();
+    if (dialect !== 'postgres') return runClaimed(db);
     return db.connection().execute(async (conn) => {
-      const key = `job:${name}`;
-      const { rows } = await sql<{ ok: boolean }>`select pg_try_advisory_lock(hashtext(${key})) as ok`.execute(conn);
+      // Advisory locks are per database; the schema in the key keeps deployments in other schemas apart.
+      const key = sql`hashtext(current_schema() || ${`:job:${name}`})`;
+      const { rows } = await sql<{ ok: boolean }>`select pg_try_advisory_lock(${key}) as ok`.execute(conn);
       if (!rows[0]?.ok) return false;
       try {
-        return await runClaimed();
+        // The claim uses the lock's connection, so a job needs one pooled connection beyond its own work.
+        return await runClaimed(conn);
       } finally {
-        await sql`select pg_advisory_unlock(hashtext(${key}))`.execute(conn);
+        await sql`select pg_advisory_unlock(${key})`.execute(conn);
       }
     });
   }

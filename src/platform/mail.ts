@@ -204,7 +204,16 @@ export function outboxWorker(options: OutboxWorkerOptions): OutboxWorker {
       });
       await db
         .updateTable('outbox')
-        .set({ status: 'sent', sent_at: clock.now(), lease_until: null, attempts: row.attempts + 1, last_error: null })
+        // The body may hold a bearer secret (a verification link): once sent, only the envelope is kept.
+        .set({
+          status: 'sent',
+          sent_at: clock.now(),
+          lease_until: null,
+          attempts: row.attempts + 1,
+          last_error: null,
+          text_body: '',
+          html_body: null,
+        })
         .where('id', '=', row.id)
         .execute();
       metrics.mailSent.inc();
