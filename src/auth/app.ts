@@ -70,7 +70,14 @@ async function oauthScope(app: App, opts: { deps: OAuthDeps; cors: boolean }): P
     if (error instanceof HttpProblem) return sendProblem(request, reply, error);
     const problem = toProblem(error);
     if (problem.status >= 500) return sendProblem(request, reply, problem);
-    return reply.status(problem.status).send({ error: 'invalid_request', error_description: problem.message });
+    const description =
+      problem.code === 'unsupported_media_type'
+        ? `Send ${request.url.startsWith('/oauth/register') ? 'application/json' : 'application/x-www-form-urlencoded'}.`
+        : problem.message;
+    return reply
+      .status(problem.status)
+      .header('cache-control', 'no-store')
+      .send({ error: 'invalid_request', error_description: new OAuthError('invalid_request', description).message });
   });
   await app.register(oauthEndpoints, { deps: opts.deps, cors: opts.cors, apiKey: opts.deps.config.apiKey });
   await app.register(oauthPages, opts.deps);

@@ -8,7 +8,8 @@ export class OAuthError extends Error {
   readonly status: number;
   readonly headers: Record<string, string>;
   constructor(error: string, description: string, status = 400, headers: Record<string, string> = {}) {
-    super(description);
+    // RFC 6749 sections 4.1.2.1 and 5.2: error_description is printable ASCII without '"' and '\\'.
+    super(description.replaceAll('"', "'").replace(/[^\x20\x21\x23-\x5b\x5d-\x7e]/g, '?'));
     this.name = 'OAuthError';
     this.error = error;
     this.status = status;
@@ -47,4 +48,11 @@ export function param(source: unknown, name: string): string | undefined {
   if (value === undefined || value === '') return undefined;
   if (typeof value !== 'string') throw invalidRequest(`The parameter "${name}" must be given once.`);
   return value;
+}
+
+/** RFC 6749 section 3.2: the token, revocation and introspection endpoints take form-encoded bodies. */
+export function requireFormBody(contentType: string | undefined): void {
+  if (!contentType?.toLowerCase().startsWith('application/x-www-form-urlencoded')) {
+    throw invalidRequest('The body must be application/x-www-form-urlencoded.');
+  }
 }

@@ -5,7 +5,7 @@ import { type BearerGrant, resolveBearer } from '../bearer.ts';
 import { SCOPES, scopesCovered } from '../scopes.ts';
 import { authenticateClient } from '../oauth/client-auth.ts';
 import type { OAuthDeps } from '../oauth/clients.ts';
-import { invalidRequest, invalidToken, insufficientScope, OAuthError, param } from '../oauth/errors.ts';
+import { insufficientScope, invalidRequest, invalidToken, OAuthError, param, requireFormBody } from '../oauth/errors.ts';
 import { grantTokens } from '../oauth/grants.ts';
 import { registerClient } from '../oauth/registration.ts';
 import { revokeFamily } from '../oauth/tokens.ts';
@@ -69,6 +69,7 @@ export async function oauthEndpoints(app: App, opts: { deps: OAuthDeps; cors: bo
 
   app.post('/oauth/token', { schema: { hide: true } }, async (request, reply) => {
     reply.headers(NO_STORE);
+    requireFormBody(request.headers['content-type']);
     const client = await authenticateClient(deps, request, request.body);
     return grantTokens(deps, client, request.body);
   });
@@ -86,6 +87,7 @@ export async function oauthEndpoints(app: App, opts: { deps: OAuthDeps; cors: bo
   });
 
   app.post('/oauth/revoke', { schema: { hide: true } }, async (request, reply) => {
+    requireFormBody(request.headers['content-type']);
     const client = await authenticateClient(deps, request, request.body);
     const token = param(request.body, 'token');
     if (!token) throw invalidRequest('token is required.');
@@ -96,6 +98,7 @@ export async function oauthEndpoints(app: App, opts: { deps: OAuthDeps; cors: bo
 
   app.post('/oauth/introspect', { schema: { hide: true } }, async (request, reply) => {
     reply.headers(NO_STORE);
+    requireFormBody(request.headers['content-type']);
     const key = request.headers['x-api-key'];
     if (typeof key !== 'string' || !safeEqual(key, opts.apiKey)) {
       await authenticateClient(deps, request, request.body, { requireConfidential: true });
