@@ -10,7 +10,7 @@ export function escapeHtml(text: string): string {
 const STYLE = `
   :root { color-scheme: light dark; font-family: system-ui, sans-serif; line-height: 1.5; }
   body { margin: 0; display: grid; place-items: center; min-height: 100vh; background: Canvas; color: CanvasText; }
-  main { width: min(26rem, 100% - 2rem); padding: 1.5rem; border: 1px solid GrayText; border-radius: 0.75rem; }
+  main { box-sizing: border-box; width: min(26rem, 100% - 2rem); padding: 1.5rem; border: 1px solid GrayText; border-radius: 0.75rem; }
   h1 { font-size: 1.4rem; margin-top: 0; }
   button { font: inherit; padding: 0.6rem 1.2rem; border-radius: 0.5rem; border: 0; background: #2556d8; color: #fff; cursor: pointer; }
   button:focus-visible { outline: 3px solid #f0b400; outline-offset: 2px; }
@@ -20,7 +20,7 @@ const STYLE = `
   .actions { display: flex; gap: 0.75rem; margin-top: 1.2rem; flex-wrap: wrap; }
   button.secondary { background: transparent; color: CanvasText; border: 1px solid GrayText; }
   ul.scopes { padding-left: 1.2rem; }
-  .muted { color: GrayText; font-size: 0.9rem; }
+  .muted { color: color-mix(in srgb, CanvasText 72%, Canvas); font-size: 0.9rem; }
 `;
 
 /**
@@ -45,7 +45,9 @@ export function sendPage(
       `default-src 'none'; style-src 'unsafe-inline'; form-action ${formAction}; frame-ancestors 'none'; base-uri 'none'`,
     )
     .header('x-frame-options', 'DENY')
-    .header('referrer-policy', 'no-referrer')
+    // same-origin, not no-referrer: under no-referrer browsers send `Origin: null` on our own
+    // form posts, which the CSRF Origin check must refuse. URLs still never leave the origin.
+    .header('referrer-policy', 'same-origin')
     .header('x-content-type-options', 'nosniff')
     .header('cache-control', 'no-store')
     .send(
