@@ -2,6 +2,24 @@
 declare module 'autocannon' {
   import type { EventEmitter } from 'node:events';
 
+  /** One request of a connection's sequence; setupRequest rebuilds it before every send. */
+  export interface Request {
+    method?: string;
+    path?: string;
+    headers?: Record<string, string>;
+    body?: string | Buffer;
+    /** Returns the request to send (a falsy value skips to the next one). */
+    setupRequest?: (request: Request, context: Record<string, unknown>) => Request | null | undefined;
+    /** Called with each response (body as text) before the connection's next request is built. */
+    onResponse?: (status: number, body: string, context: Record<string, unknown>, headers: Record<string, string | string[]>) => void;
+  }
+
+  /** One connection. */
+  export interface Client extends EventEmitter {
+    /** Replaces the connection's request sequence (pipelining 1 only). */
+    setRequests(requests: Request[]): void;
+  }
+
   export interface Options {
     url: string;
     method?: string;
@@ -16,6 +34,9 @@ declare module 'autocannon' {
     timeout?: number;
     ignoreCoordinatedOmission?: boolean;
     expectBody?: string;
+    /** Called once for each connection as it is created. */
+    setupClient?: (client: Client) => void;
+    requests?: Request[];
   }
 
   export interface Histogram {

@@ -1,11 +1,15 @@
 /** One benchmark's line in the results table. */
 export interface Row {
+  /** The benchmark's number in docs/BENCHMARKS.md's method ("4a"); by default the row's position. */
+  id?: string;
   benchmark: string;
   measured: string;
   baseline: string;
   result: string;
   target: string;
   pass: boolean;
+  /** Shown instead of PASS/FAIL: for a benchmark without a target, or a run that measured the wrong thing. */
+  verdict?: string;
 }
 
 export interface Report {
@@ -22,7 +26,7 @@ export interface Report {
 const HEADER = ['#', 'benchmark', 'measured', 'in-run baseline', 'result', 'target', 'verdict'];
 
 function cells(rows: Row[]): string[][] {
-  return rows.map((r, i) => [String(i + 1), r.benchmark, r.measured, r.baseline, r.result, r.target, r.pass ? 'PASS' : 'FAIL']);
+  return rows.map((r, i) => [r.id ?? String(i + 1), r.benchmark, r.measured, r.baseline, r.result, r.target, r.verdict ?? (r.pass ? 'PASS' : 'FAIL')]);
 }
 
 /** The table as aligned text, for the terminal. */
@@ -54,11 +58,18 @@ ratio against a baseline measured in the same run, or a latency bound that must 
   \`LOG_LEVEL=warn\`, \`SMTP_HOST\` unset (mail goes to the log transport). autocannon drives it from the bench process over
   127.0.0.1; the two share the machine's cores.
 - \`AUTH_LIMIT_LOGIN=1000000/60\`: all the load comes from one end-user \`ip\`, which the default per-IP bucket (30/300) would turn
-  into 429s after 30 logins. Every other setting is the default.
+  into 429s after 30 logins. Every other setting but OAuth's (below) is the default.
 - Each measurement also says who used the CPU meanwhile, in cores: the server, the bench process (autocannon), and the rest of
   the machine (other processes, and kernel time such as loopback networking). A large "rest" means the run was disturbed.
 - The bench account is created before the server listens, through the domain functions (register; the token from the
   verification email's text in the outbox; verifyEmail). The bench then signs in over HTTP for its session token.
+- OAuth is on: a static client (\`OAUTH_CLIENT_ID\`, \`OAUTH_CLIENT_SECRET\`, \`OAUTH_CLIENT_REDIRECT_URIS=http://127.0.0.1/callback\`),
+  \`OAUTH_PUBLIC_ENDPOINTS=true\` (no X-Api-Key on the OAuth paths), \`AUTH_BASE_URL\` = the server's own URL (the issuer), the
+  refresh reuse grace window at its default, off. Before any load the bench registers a public client with
+  \`POST /oauth/register\` and runs the authorization code flow with PKCE over HTTP (bench/lib/oauth-flow.ts):
+  \`GET /oauth/authorize\`, the login form and the consent form (each posted with its CSRF cookie and field), the code to
+  \`POST /oauth/token\`. Later authorizations reuse the browser session and the remembered consent, so \`/oauth/authorize\`
+  answers with a code at once; each costs a few milliseconds, outside every measurement window.
 
 1. **Login throughput against its physical limit.** Baseline: one bcrypt cost-12 hash with the service's own \`hashPassword\`,
    timed several times before and after the load, with the server idle; bound = cores / mean hash time. Load: \`POST /v1/login\`
@@ -71,6 +82,18 @@ ratio against a baseline measured in the same run, or a latency bound that must 
 3. **\`GET /v1/me\` throughput against a bare Fastify route.** The baseline is Fastify 5 with its defaults and one route answering
    \`{"ok":true}\` (bench/servers/bare-fastify.ts, also its own process). 16 connections; 2 s warm-up each, then 5 s slices in the
    order bare, me, me, bare, so that drift in the machine's speed weighs on both alike. Target: ratio at least 0.40.
+4. **OAuth endpoints against the bare Fastify route**, each in its own slices like 3 (2 s warm-up each, then bare, route,
+   route, bare; the bare route on the same number of connections).
+   - **4a.** \`GET /oauth/userinfo\` with \`Authorization: Bearer\` and an OAuth access token (scope \`identity\`), 16
+     connections. Target: ratio at least 0.40.
+   - **4b.** \`POST /oauth/token\` with \`grant_type=refresh_token\` (public client: \`client_id\`, no secret), 8 connections. Every
+     refresh rotates the token, so each connection runs a chain: it starts from the refresh token of an authorization of its
+     own and sends, each time, the refresh token of the previous response (autocannon's \`setupClient\`, \`setupRequest\` and
+     \`onResponse\`). Each run, warm-up included, starts fresh chains (8 new authorizations): a run ends with requests in
+     flight whose successors are lost. A non-2xx response, or a 2xx one without a new refresh token, would mean a broken
+     chain, measured on the wrong path; the verdict then reads INVALID. No target: the ratio, the absolute rate and the rate
+     per core of the server's measured CPU, beside Keycloak's sizing figure of 120 refresh token requests per second per vCPU
+     (keycloak.org, "Concepts for sizing CPU and memory resources").
 
 ## Results
 
@@ -86,6 +109,9 @@ npm run bench
 
 It takes about ${Math.round(report.seconds / 10) * 10} s, prints the table above and rewrites this file. It exits 0 whether or not
 the targets are met (a missed one shows as FAIL); raw figures go to bench/results/last-run.json (not committed).
-\`BENCH_CPU_PROF=<dir> npm run bench\` also writes a V8 CPU profile of each server process into \`<dir>\`.
+\`BENCH_CPU_PROF=<dir> npm run bench\` also writes a V8 CPU profile of each server process into \`<dir>\`;
+\`node bench/profile-top.ts <dir>/<file>.cpuprofile me|userinfo|refresh\` then lists the top costs during that benchmark's measured
+slices (their windows are in last-run.json). The profiles sample wall-clock time: on a busy machine, time the server spent
+preempted lands in whatever it was running, most often the socket write that wakes autocannon.
 `;
 }

@@ -1,28 +1,41 @@
 import { mkdtempSync, rmSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { register, verifyEmail } from '../../src/auth/accounts.ts';
 import { loadAuthConfig } from '../../src/auth/config.ts';
 import { createAuthService } from '../../src/auth/service.ts';
+import type { AuthInfo } from './auth-info.ts';
 import { announce, closeWhenTold } from './lifecycle.ts';
 
 /**
  * The real account service for the benchmarks, configured from the
  * environment like `npm run start:auth` (the parent passes DATA_DIR,
  * AUTH_API_KEY, AUTH_LIMIT_LOGIN, LOG_LEVEL; SMTP unset, so mail goes to the
- * log transport). Before listening it creates one verified account through
- * the domain functions: register, then the token from the verification
- * email's text in the outbox, then verifyEmail. Listens on 127.0.0.1, a free
- * port, and prints {"url","apiKey","email","password"}.
+ * log transport; OAuth is on when the parent passes OAUTH_CLIENT_ID and the
+ * rest). Before listening it creates one verified account through the
+ * domain functions: register, then the token from the verification email's
+ * text in the outbox, then verifyEmail. Listens on 127.0.0.1, a free port,
+ * which is also the issuer (AUTH_BASE_URL: the OAuth pages redirect to it),
+ * and prints {"url","apiKey","email","password"}.
  */
+async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return port;
+}
+
 const ownDir = process.env['DATA_DIR'] ? undefined : mkdtempSync(join(tmpdir(), 'auth-bench-'));
+const port = await freePort();
 const config = loadAuthConfig({
   LOG_LEVEL: 'warn',
   ...process.env,
   ...(ownDir ? { DATA_DIR: ownDir } : {}),
   AUTH_HOST: '127.0.0.1',
-  AUTH_PORT: '0',
+  AUTH_PORT: String(port),
+  AUTH_BASE_URL: `http://127.0.0.1:${port}`,
 });
 const service = await createAuthService(config);
 const { deps } = service;
@@ -47,4 +60,5 @@ closeWhenTold(async () => {
   if (ownDir) rmSync(ownDir, { recursive: true, force: true });
 });
 const url = `http://127.0.0.1:${(service.app.server.address() as AddressInfo).port}`;
-announce({ url, apiKey: config.apiKey, email, password });
+const info: AuthInfo = { url, apiKey: config.apiKey, email, password };
+announce({ ...info });

@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import pino, { type Logger } from 'pino';
 import { type Clock, systemClock } from '../platform/clock.ts';
-import { migrateToLatest, openDatabase } from '../platform/db.ts';
+import { closeDatabase, migrateToLatest, openDatabase } from '../platform/db.ts';
 import type { App } from '../platform/http.ts';
 import { periodicJob, type PeriodicJob } from '../platform/jobs.ts';
 import { createRateLimiter } from '../platform/limits.ts';
@@ -92,7 +92,7 @@ export async function createAuthService(config: AuthConfig, overrides: AuthServi
       await mailWorker.stop();
       await purgeJob.stop();
       redis?.disconnect();
-      await db.destroy();
+      await closeDatabase(db);
     },
   };
 }

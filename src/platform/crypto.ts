@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, hash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 /**
  * A bearer secret: `prefix` + 32 random bytes in base64url. The prefix lets
@@ -10,7 +10,7 @@ export function randomToken(prefix: string): string {
 
 /** SHA-256 as base64url: the only form in which bearer secrets are stored. */
 export function sha256(value: string | Buffer): string {
-  return createHash('sha256').update(value).digest('base64url');
+  return hash('sha256', value, 'base64url');
 }
 
 /**

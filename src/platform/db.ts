@@ -1,6 +1,6 @@
 import { type Compilable, CompiledQuery, Kysely, Migrator, PostgresAdapter, PostgresDialect, sql, type Migration } from 'kysely';
 import pg from 'pg';
-import { nodeSqliteDialect } from './sqlite-dialect.ts';
+import { nodeSqliteDialect, SqliteReader } from './sqlite-dialect.ts';
 
 export type DialectName = 'sqlite' | 'postgres';
 
@@ -26,7 +26,18 @@ export function openDatabase<DB>(options: { url?: string | undefined; sqlitePath
     });
     return { db: new Kysely<DB>({ dialect: new PostgresDialect({ pool }) }), dialect: 'postgres' };
   }
-  return { db: new Kysely<DB>({ dialect: nodeSqliteDialect(options.sqlitePath) }), dialect: 'sqlite' };
+  const db = new Kysely<DB>({ dialect: nodeSqliteDialect(options.sqlitePath) });
+  if (options.sqlitePath !== ':memory:' && options.sqlitePath !== '') readers.set(db, new SqliteReader(options.sqlitePath));
+  return { db, dialect: 'sqlite' };
+}
+
+/** Read-only side connections of SQLite databases, for {@link precompiled} lookups. */
+const readers = new WeakMap<AnyDb, SqliteReader>();
+
+/** Closes a database and its side connection. */
+export async function closeDatabase(db: AnyDb): Promise<void> {
+  readers.get(db)?.close();
+  await db.destroy();
 }
 
 /**
@@ -81,10 +92,12 @@ export function isUniqueViolation(err: unknown): boolean {
 export type AnyDb = Kysely<any>;
 
 /**
- * A hot-path query compiled once per database handle and then run with fresh
- * parameters. Building and compiling a Kysely query costs more than running
- * it on SQLite; `build` must use placeholder values in the same order as the
- * `params` later passed.
+ * A hot-path single-row read, built with Kysely (one query code for both
+ * databases), compiled once per database handle and run with fresh
+ * parameters: building and compiling a query costs more than running it on
+ * SQLite. On SQLite it runs on the read-only side connection (last committed
+ * state); on PostgreSQL through the pool. `build` must use placeholder values
+ * in the same order as the `params` later passed.
  */
 export function precompiled<Row>(build: (db: AnyDb) => Compilable<Row>) {
   const cache = new WeakMap<AnyDb, string>();
@@ -94,6 +107,8 @@ export function precompiled<Row>(build: (db: AnyDb) => Compilable<Row>) {
       text = build(db).compile().sql;
       cache.set(db, text);
     }
+    const reader = readers.get(db);
+    if (reader) return reader.get(text, params) as Row | undefined;
     const result = await db.executeQuery<Row>(CompiledQuery.raw(text, [...params]));
     return result.rows[0];
   };

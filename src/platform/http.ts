@@ -78,6 +78,8 @@ export async function createHttpApp(options: AppOptions): Promise<App> {
     return503OnClosing: true,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
+  // A request's child logger is made only when something logs: building one costs more than a fast route.
+  app.setChildLoggerFactory((logger, bindings, opts) => new LazyChildLogger(() => logger.child(bindings, opts)) as unknown as Logger);
   // Our APIs take JSON only; a text/plain body is a 415, not a string to validate.
   app.removeContentTypeParser('text/plain');
   app.addSchema(Problem);
@@ -90,10 +92,25 @@ export async function createHttpApp(options: AppOptions): Promise<App> {
     reply.header('x-request-id', request.id);
     done(null, payload);
   });
+  // Label children are looked up once per route, method and status: prom-client hashes label objects on every call.
+  const counters = new Map<string, { inc(): void }>();
+  const timers = new Map<string, { observe(v: number): void }>();
   app.addHook('onResponse', (request, reply, done) => {
     const route = request.routeOptions.url ?? 'unmatched';
-    options.metrics.httpRequests.inc({ route, method: request.method, status: reply.statusCode });
-    options.metrics.httpDuration.observe({ route, method: request.method }, reply.elapsedTime / 1000);
+    const key = `${request.method} ${route}`;
+    const counterKey = `${key} ${reply.statusCode}`;
+    let counter = counters.get(counterKey);
+    if (!counter) {
+      counter = options.metrics.httpRequests.labels({ route, method: request.method, status: reply.statusCode });
+      counters.set(counterKey, counter);
+    }
+    let timer = timers.get(key);
+    if (!timer) {
+      timer = options.metrics.httpDuration.labels({ route, method: request.method });
+      timers.set(key, timer);
+    }
+    counter.inc();
+    timer.observe(reply.elapsedTime / 1000);
     done();
   });
 
@@ -165,4 +182,51 @@ export function bearerToken(request: FastifyRequest): string | undefined {
   if (!header) return undefined;
   const m = /^Bearer +([\x21-\x7e]+) *$/i.exec(header);
   return m?.[1];
+}
+
+/**
+ * A request's logger, made into a real pino child only when something logs:
+ * most requests log nothing, and building a child per request costs more
+ * than a fast route. Fastify checks that the log methods exist on every
+ * request; they are plain prototype methods here, so nothing is allocated
+ * until one is called.
+ */
+class LazyChildLogger {
+  #make: () => Logger;
+  #real: Logger | undefined;
+  constructor(make: () => Logger) {
+    this.#make = make;
+  }
+  get #logger(): Logger {
+    this.#real ??= this.#make();
+    return this.#real;
+  }
+  get level(): string {
+    return this.#logger.level;
+  }
+  set level(value: string) {
+    this.#logger.level = value;
+  }
+  fatal(...args: unknown[]): void {
+    (this.#logger.fatal as (...a: unknown[]) => void)(...args);
+  }
+  error(...args: unknown[]): void {
+    (this.#logger.error as (...a: unknown[]) => void)(...args);
+  }
+  warn(...args: unknown[]): void {
+    (this.#logger.warn as (...a: unknown[]) => void)(...args);
+  }
+  info(...args: unknown[]): void {
+    (this.#logger.info as (...a: unknown[]) => void)(...args);
+  }
+  debug(...args: unknown[]): void {
+    (this.#logger.debug as (...a: unknown[]) => void)(...args);
+  }
+  trace(...args: unknown[]): void {
+    (this.#logger.trace as (...a: unknown[]) => void)(...args);
+  }
+  silent(): void {}
+  child(...args: Parameters<Logger['child']>): unknown {
+    return this.#logger.child(...args);
+  }
 }

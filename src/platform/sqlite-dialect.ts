@@ -49,3 +49,32 @@ function wrap(stmt: StatementSync): SqliteStatement {
 function toSqlite(params: ReadonlyArray<unknown>): SQLInputValue[] {
   return params.map((p) => (typeof p === 'boolean' ? (p ? 1 : 0) : p === undefined ? null : (p as SQLInputValue)));
 }
+
+/**
+ * A second, read-only connection for hot single-row lookups, queried
+ * synchronously: it skips the driver's queue and promise hops. In WAL mode it
+ * reads the last committed state and never blocks or is blocked by the writer.
+ * Opened on first use, so the file exists and is migrated by then.
+ */
+export class SqliteReader {
+  readonly #path: string;
+  #db: DatabaseSync | undefined;
+  readonly #statements = new Map<string, StatementSync>();
+  constructor(path: string) {
+    this.#path = path;
+  }
+
+  get(sql: string, params: readonly unknown[]): unknown {
+    this.#db ??= new DatabaseSync(this.#path, { readOnly: true });
+    let stmt = this.#statements.get(sql);
+    if (!stmt) {
+      stmt = this.#db.prepare(sql);
+      this.#statements.set(sql, stmt);
+    }
+    return stmt.get(...toSqlite(params));
+  }
+
+  close(): void {
+    this.#db?.close();
+  }
+}

@@ -1,4 +1,4 @@
-import { createHmac, randomBytes, randomUUID } from 'node:crypto';
+import { createHmac, createSecretKey, randomBytes, randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { randomToken, sha256 } from '../../platform/crypto.ts';
 import { ACCESS_TOKEN_PREFIX } from '../bearer.ts';
@@ -31,7 +31,8 @@ type Db = Kysely<AuthTables>;
  * which is never stored.
  */
 export function successorTokens(deriveKey: string, presented: string): { access: string; refresh: string } {
-  const derive = (label: string) => createHmac('sha256', Buffer.from(deriveKey, 'base64url')).update(`${label}:${presented}`).digest('base64url');
+  const key = createSecretKey(Buffer.from(deriveKey, 'base64url'));
+  const derive = (label: string) => createHmac('sha256', key).update(`${label}:${presented}`).digest('base64url');
   return { access: ACCESS_TOKEN_PREFIX + derive('access'), refresh: REFRESH_TOKEN_PREFIX + derive('refresh') };
 }
 

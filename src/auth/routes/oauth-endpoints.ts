@@ -44,15 +44,19 @@ export function discoveryDocument(deps: OAuthDeps) {
 export async function oauthEndpoints(app: App, opts: { deps: OAuthDeps; cors: boolean; apiKey: string }): Promise<void> {
   const { deps } = opts;
   const corsPaths = ['/.well-known/oauth-authorization-server', '/oauth/token', '/oauth/register', '/oauth/revoke'];
-  if (opts.cors) {
-    app.addHook('onSend', async (request, reply) => {
-      if (corsPaths.includes(request.routeOptions.url ?? '')) {
-        reply.header('access-control-allow-origin', '*');
-        reply.header('access-control-expose-headers', 'www-authenticate, retry-after');
+  // Route-level, so every other OAuth response (userinfo, the pages) pays nothing for it.
+  const corsHeaders = opts.cors
+    ? {
+        onSend: (_request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: null, p: unknown) => void) => {
+          reply.header('access-control-allow-origin', '*');
+          reply.header('access-control-expose-headers', 'www-authenticate, retry-after');
+          done(null, payload);
+        },
       }
-    });
+    : {};
+  if (opts.cors) {
     for (const path of corsPaths) {
-      app.options(path, { schema: { hide: true } }, async (_request, reply) =>
+      app.options(path, { schema: { hide: true }, ...corsHeaders }, async (_request, reply) =>
         reply
           .status(204)
           .header('access-control-allow-methods', path.startsWith('/.well-known') ? 'GET, OPTIONS' : 'POST, OPTIONS')
@@ -63,18 +67,18 @@ export async function oauthEndpoints(app: App, opts: { deps: OAuthDeps; cors: bo
     }
   }
 
-  app.get('/.well-known/oauth-authorization-server', { schema: { hide: true } }, async (_request, reply) =>
+  app.get('/.well-known/oauth-authorization-server', { schema: { hide: true }, ...corsHeaders }, async (_request, reply) =>
     reply.header('cache-control', 'public, max-age=3600').send(discoveryDocument(deps)),
   );
 
-  app.post('/oauth/token', { schema: { hide: true } }, async (request, reply) => {
+  app.post('/oauth/token', { schema: { hide: true }, ...corsHeaders }, async (request, reply) => {
     reply.headers(NO_STORE);
     requireFormBody(request.headers['content-type']);
     const client = await authenticateClient(deps, request, request.body);
     return grantTokens(deps, client, request.body);
   });
 
-  app.post('/oauth/register', { schema: { hide: true } }, async (request, reply) => {
+  app.post('/oauth/register', { schema: { hide: true }, ...corsHeaders }, async (request, reply) => {
     reply.headers(NO_STORE);
     const limit = await deps.registrationLimiter.consume(request.ip);
     if (!limit.allowed) {
@@ -86,7 +90,7 @@ export async function oauthEndpoints(app: App, opts: { deps: OAuthDeps; cors: bo
     return reply.status(201).send(await registerClient(deps, request.body));
   });
 
-  app.post('/oauth/revoke', { schema: { hide: true } }, async (request, reply) => {
+  app.post('/oauth/revoke', { schema: { hide: true }, ...corsHeaders }, async (request, reply) => {
     requireFormBody(request.headers['content-type']);
     const client = await authenticateClient(deps, request, request.body);
     const token = param(request.body, 'token');

@@ -1,0 +1,17 @@
+import type { CpuShares } from './cpu.ts';
+
+/** Small helpers the benchmarks share: number formatting, the progress log, one-off HTTP calls. */
+
+export const fmt = (n: number, digits = 0) => n.toFixed(digits);
+export const pct = (x: number) => `${fmt(100 * x)} %`;
+export const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+export const log = (line: string) => process.stderr.write(`bench: ${line}\n`);
+
+export const cpuText = (c: CpuShares, server = 'server') =>
+  `${server} ${pct(c.server)}, bench process ${pct(c.bench)}, rest of the machine ${pct(c.rest)}, steal ${pct(c.steal)}`;
+
+/** One request outside the load, with a 10 s limit. */
+export async function call(url: string, init: RequestInit = {}): Promise<{ status: number; body: string }> {
+  const res = await fetch(url, { ...init, signal: AbortSignal.timeout(10_000) });
+  return { status: res.status, body: await res.text() };
+}
