@@ -116,6 +116,23 @@ export function toUser(row: Pick<UserRow, 'id' | 'email' | 'email_verified_at' |
     id: row.id,
     email: row.email,
     email_verified: row.email_verified_at !== null,
-    created_at: new Date(row.created_at).toISOString(),
+    created_at: isoTime(row.created_at),
   };
+}
+
+const isoCache = new Map<number, string>();
+
+/**
+ * Epoch milliseconds as an ISO 8601 string. Formatting a date costs more than
+ * looking up a user, and the same few creation times are formatted again and
+ * again on /v1/me, so recent results are kept (a bounded map, cleared when full).
+ */
+export function isoTime(ms: number): string {
+  let iso = isoCache.get(ms);
+  if (iso === undefined) {
+    if (isoCache.size >= 10_000) isoCache.clear();
+    iso = new Date(ms).toISOString();
+    isoCache.set(ms, iso);
+  }
+  return iso;
 }

@@ -1,4 +1,4 @@
-import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
+import { hash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -166,13 +166,16 @@ export function sendProblem(request: FastifyRequest, reply: FastifyReply, proble
 
 /** An onRequest hook that admits only requests carrying the API key (constant-time compare). */
 export function requireApiKey(expected: string) {
-  const expectedDigest = createHash('sha256').update(expected).digest();
-  return async function apiKeyHook(request: FastifyRequest): Promise<void> {
+  const expectedDigest = hash('sha256', expected, 'buffer');
+  // Callback style: an async hook costs a promise per request on every API route.
+  return function apiKeyHook(request: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void): void {
     const given = request.headers['x-api-key'];
     // Both sides as SHA-256 digests: equal length, so timingSafeEqual leaks neither content nor length.
-    if (typeof given !== 'string' || !timingSafeEqual(createHash('sha256').update(given).digest(), expectedDigest)) {
-      throw new HttpProblem(401, 'invalid_api_key', 'The X-Api-Key header is missing or wrong.');
+    if (typeof given !== 'string' || !timingSafeEqual(hash('sha256', given, 'buffer'), expectedDigest)) {
+      done(new HttpProblem(401, 'invalid_api_key', 'The X-Api-Key header is missing or wrong.'));
+      return;
     }
+    done();
   };
 }
 

@@ -1,4 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
 import { safeEqual, sha256 } from '../../platform/crypto.ts';
 import type { App } from '../../platform/http.ts';
 import { type BearerGrant, resolveBearer } from '../bearer.ts';
@@ -114,7 +115,7 @@ export async function oauthEndpoints(app: App, opts: { deps: OAuthDeps; cors: bo
   });
 
   const userinfo = async (request: FastifyRequest, reply: FastifyReply) => {
-    reply.headers(NO_STORE);
+    reply.header('cache-control', 'no-store').header('pragma', 'no-cache');
     const m = /^Bearer +([\x21-\x7e]+) *$/i.exec(request.headers.authorization ?? '');
     const grant = m?.[1] ? await resolveBearer(deps, m[1]) : null;
     if (!grant) {
@@ -129,8 +130,12 @@ export async function oauthEndpoints(app: App, opts: { deps: OAuthDeps; cors: bo
     }
     return { sub: grant.userId, email: grant.email, email_verified: grant.emailVerified };
   };
-  app.get('/oauth/userinfo', { schema: { hide: true } }, userinfo);
-  app.post('/oauth/userinfo', { schema: { hide: true } }, userinfo);
+  const userinfoSchema = {
+    hide: true,
+    response: { 200: Type.Object({ sub: Type.String(), email: Type.String(), email_verified: Type.Boolean() }) },
+  };
+  app.get('/oauth/userinfo', { schema: userinfoSchema }, userinfo);
+  app.post('/oauth/userinfo', { schema: userinfoSchema }, userinfo);
 }
 
 /** RFC 7662 section 2.2 response, for access tokens and personal access tokens alike. */
