@@ -165,27 +165,27 @@ export async function markAuthenticated(deps: OAuthDeps, request: PendingRequest
   await deps.db.updateTable('oauth_requests').set({ params: JSON.stringify(request) }).where('id', '=', request.id).execute();
 }
 
-/** Has the user already granted this client every scope asked for? */
-export async function consentCovers(deps: OAuthDeps, userId: string, request: PendingRequest): Promise<boolean> {
+/** The scopes the user has granted this client so far (empty: none). */
+async function grantedScopes(deps: OAuthDeps, userId: string, clientId: string): Promise<string[]> {
   const row = await deps.db
     .selectFrom('oauth_consents')
     .select('scope')
     .where('user_id', '=', userId)
-    .where('client_id', '=', request.clientId)
+    .where('client_id', '=', clientId)
     .executeTakeFirst();
-  return row !== undefined && scopesCovered(row.scope.split(' '), request.scope);
+  return row ? row.scope.split(' ') : [];
+}
+
+/** Has the user already granted this client every scope asked for? */
+export async function consentCovers(deps: OAuthDeps, userId: string, request: PendingRequest): Promise<boolean> {
+  return scopesCovered(await grantedScopes(deps, userId, request.clientId), request.scope);
 }
 
 /** Remembers consent: the union of what was granted before and now. */
 export async function rememberConsent(deps: OAuthDeps, userId: string, request: PendingRequest): Promise<void> {
   const now = deps.clock.now();
-  const existing = await deps.db
-    .selectFrom('oauth_consents')
-    .select('scope')
-    .where('user_id', '=', userId)
-    .where('client_id', '=', request.clientId)
-    .executeTakeFirst();
-  const scope = formatScope(parseScope([...(existing?.scope.split(' ') ?? []), ...request.scope].join(' ')));
+  const before = await grantedScopes(deps, userId, request.clientId);
+  const scope = formatScope(parseScope([...before, ...request.scope].join(' ')));
   await deps.db
     .insertInto('oauth_consents')
     .values({ user_id: userId, client_id: request.clientId, scope, created_at: now, updated_at: now })

@@ -1,8 +1,8 @@
 import type { Clock } from '../../platform/clock.ts';
 import { fetchJsonDocument, type LookupFn, SafeFetchError } from '../../platform/safe-fetch.ts';
-import { parseScope, UnknownScopeError } from '../scopes.ts';
 import { invalidClient } from './errors.ts';
-import { type ApplicationType, redirectUriProblem } from './redirect-uris.ts';
+import { readClientFields } from './client-fields.ts';
+import type { ApplicationType } from './redirect-uris.ts';
 
 /**
  * Clients identified by the URL of their metadata document (OAuth Client ID
@@ -72,20 +72,11 @@ export class ClientMetadataResolver {
   }
 }
 
-function optionalString(doc: Record<string, unknown>, name: string, max: number): string | null {
-  const v = doc[name];
-  if (v === undefined || v === null) return null;
-  if (typeof v !== 'string' || v.length > max) throw invalidClient(`The client metadata field ${name} must be a string of at most ${max} characters.`);
-  return v;
-}
-
 /** Checks a fetched document against the URL it came from and our client rules. */
 export function validateDocument(url: string, json: unknown, allowInsecure: boolean): MetadataClient {
-  if (typeof json !== 'object' || json === null || Array.isArray(json)) {
-    throw invalidClient('The client metadata document is not a JSON object.');
-  }
+  const fields = readClientFields(json, invalidClient);
   const doc = json as Record<string, unknown>;
-  if (doc['client_id'] !== url) throw invalidClient('The client metadata document\'s client_id does not equal its URL.');
+  if (doc['client_id'] !== url) throw invalidClient("The client metadata document's client_id does not equal its URL.");
   if (!allowInsecure && !url.startsWith('https://')) throw invalidClient('A client metadata URL must be https.');
   if ('client_secret' in doc || 'client_secret_expires_at' in doc) {
     throw invalidClient('A client metadata document must not contain a client secret.');
@@ -94,36 +85,12 @@ export function validateDocument(url: string, json: unknown, allowInsecure: bool
   if (method !== undefined && method !== 'none') {
     throw invalidClient('Metadata-document clients must use token_endpoint_auth_method "none" (public clients with PKCE).');
   }
-  const appType = doc['application_type'] ?? 'web';
-  if (appType !== 'web' && appType !== 'native') throw invalidClient('application_type must be "web" or "native".');
-  const uris = doc['redirect_uris'];
-  if (!Array.isArray(uris) || uris.length === 0 || uris.length > 20 || !uris.every((u) => typeof u === 'string')) {
-    throw invalidClient('The client metadata document must list 1 to 20 redirect_uris.');
-  }
-  for (const uri of uris as string[]) {
-    const problem = redirectUriProblem(uri, appType);
-    if (problem) throw invalidClient(`The redirect URI "${uri.slice(0, 200)}" ${problem}.`);
-  }
-  const grants = doc['grant_types'];
-  if (grants !== undefined && (!Array.isArray(grants) || !grants.includes('authorization_code'))) {
-    throw invalidClient('grant_types must include authorization_code.');
-  }
-  let scope: string[] | null = null;
-  const rawScope = optionalString(doc, 'scope', 1000);
-  if (rawScope !== null) {
-    try {
-      scope = parseScope(rawScope);
-    } catch (err) {
-      if (err instanceof UnknownScopeError) throw invalidClient(`The client metadata scope is invalid: ${err.message}`);
-      throw err;
-    }
-  }
   return {
     clientId: url,
-    clientName: optionalString(doc, 'client_name', 200),
-    clientUri: optionalString(doc, 'client_uri', 2000),
-    redirectUris: uris as string[],
-    applicationType: appType,
-    scope,
+    clientName: fields.clientName,
+    clientUri: fields.clientUri,
+    redirectUris: fields.redirectUris,
+    applicationType: fields.applicationType,
+    scope: fields.scope,
   };
 }
