@@ -54,20 +54,27 @@ export function scopesCovered(granted: readonly string[], requested: readonly st
   return requested.every((s) => have.has(s));
 }
 
+/** parseScope, with an unknown scope turned into the caller's error (invalid_scope, invalid_client_metadata, ...). */
+export function parseScopeOr(input: string | undefined | null, fail: (description: string) => Error): string[] {
+  try {
+    return parseScope(input);
+  } catch (err) {
+    if (err instanceof UnknownScopeError) throw fail(err.message);
+    throw err;
+  }
+}
+
 export function formatScope(scopes: readonly string[]): string {
   return scopes.join(' ');
 }
 
 /** parseScope for our own problem+json APIs (personal access tokens). */
 export function requireScope(input: string | undefined): string[] {
-  try {
-    return parseScope(input);
-  } catch (err) {
-    if (err instanceof UnknownScopeError) {
-      throw new HttpProblem(400, 'invalid_scope', `${err.message} Known scopes: ${Object.keys(SCOPES).join(', ')}.`, {
-        errors: [{ field: 'scope', message: err.message }],
-      });
-    }
-    throw err;
-  }
+  return parseScopeOr(
+    input,
+    (message) =>
+      new HttpProblem(400, 'invalid_scope', `${message} Known scopes: ${Object.keys(SCOPES).join(', ')}.`, {
+        errors: [{ field: 'scope', message }],
+      }),
+  );
 }

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { randomToken, sha256 } from '../../platform/crypto.ts';
-import { formatScope, parseScope, scopesCovered, UnknownScopeError } from '../scopes.ts';
+import { formatScope, parseScope, parseScopeOr, scopesCovered } from '../scopes.ts';
 import { findClient, type OAuthClient, type OAuthDeps } from './clients.ts';
 import {
   invalidRequest,
@@ -95,13 +95,7 @@ export async function checkAuthorizationRequest(deps: OAuthDeps, query: unknown)
     } else if (method !== undefined) {
       throw invalidRequest('code_challenge_method without code_challenge.');
     }
-    let scope: string[];
-    try {
-      scope = parseScope(param(query, 'scope'));
-    } catch (err) {
-      if (err instanceof UnknownScopeError) throw invalidScope(err.message);
-      throw err;
-    }
+    const scope = parseScopeOr(param(query, 'scope'), invalidScope);
     if (client.allowedScopes && !scopesCovered(client.allowedScopes, scope)) {
       throw invalidScope('The application did not register for all of these scopes.');
     }

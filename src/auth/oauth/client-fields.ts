@@ -1,4 +1,4 @@
-import { parseScope, UnknownScopeError } from '../scopes.ts';
+import { parseScopeOr } from '../scopes.ts';
 import type { OAuthError } from './errors.ts';
 import { type ApplicationType, redirectUriProblem } from './redirect-uris.ts';
 
@@ -52,16 +52,8 @@ export function readClientFields(body: unknown, fail: Fail, failRedirect: Fail =
   const responseTypes = doc['response_types'] ?? ['code'];
   if (!Array.isArray(responseTypes) || !responseTypes.every((r) => r === 'code')) throw fail('response_types may contain only code.');
 
-  let scope: string[] | null = null;
   const rawScope = optionalString('scope', 1000);
-  if (rawScope !== null) {
-    try {
-      scope = parseScope(rawScope);
-    } catch (err) {
-      if (err instanceof UnknownScopeError) throw fail(err.message);
-      throw err;
-    }
-  }
+  const scope = rawScope === null ? null : parseScopeOr(rawScope, fail);
   const clientUri = optionalString('client_uri', 2000);
   if (clientUri !== null && !/^https?:\/\//.test(clientUri)) throw fail('client_uri must be an http(s) URL.');
   return {

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { safeEqual, sha256 } from '../../platform/crypto.ts';
-import { formatScope, parseScope, scopesCovered, UnknownScopeError } from '../scopes.ts';
+import { formatScope, parseScopeOr, scopesCovered } from '../scopes.ts';
 import type { OAuthClient, OAuthDeps } from './clients.ts';
 import { invalidGrant, invalidRequest, invalidScope, invalidTarget, param, unsupportedGrantType } from './errors.ts';
 import { openFamily, revokeFamily, successorTokens, type TokenResponse, writeTokens } from './tokens.ts';
@@ -107,12 +107,7 @@ async function refresh(deps: OAuthDeps, client: OAuthClient, body: unknown): Pro
   let scope = granted;
   const requested = param(body, 'scope');
   if (requested !== undefined) {
-    try {
-      scope = parseScope(requested);
-    } catch (err) {
-      if (err instanceof UnknownScopeError) throw invalidScope(err.message);
-      throw err;
-    }
+    scope = parseScopeOr(requested, invalidScope);
     if (!scopesCovered(granted, scope)) throw invalidScope('A refresh may narrow the scope, never widen it.');
   }
   checkResource(body, token.resource);
