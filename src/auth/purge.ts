@@ -53,7 +53,8 @@ export const PURGE_TARGETS: { table: PurgeTable; key?: 'client_id'; condition: C
     condition: (eb, now) => eb.or([eb('expires_at', '<', now), eb('revoked_at', '<', now - REVOKED_PAT_RETENTION)]),
   },
   { table: 'oauth_requests', condition: (eb, now) => eb('expires_at', '<', now) },
-  { table: 'oauth_codes', condition: (eb, now) => eb('expires_at', '<', now) },
+  // Codes stay a day past their 10 minutes, so a late replay still revokes what the first use issued.
+  { table: 'oauth_codes', condition: (eb, now) => eb('expires_at', '<', now - DAY) },
   { table: 'oauth_access_tokens', condition: (eb, now) => eb('expires_at', '<', now) },
   { table: 'oauth_refresh_tokens', condition: (eb, now) => eb('expires_at', '<', now) },
   { table: 'oauth_families', condition: (eb, now) => eb('expires_at', '<', now) },

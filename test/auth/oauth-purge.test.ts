@@ -70,7 +70,7 @@ for (const kind of DB_KINDS) {
         auth.clock.advance(10 * MINUTE + 1);
         const afterCodes = await purge(auth);
         assert.equal(afterCodes.oauth_requests, 0);
-        assert.equal(afterCodes.oauth_codes, 0);
+        assert.equal(afterCodes.oauth_codes, 2, 'codes stay a day past their 10 minutes, so a late replay still revokes');
         assert.equal(afterCodes.oauth_access_tokens, 2);
 
         auth.clock.advance(HOUR);
@@ -84,10 +84,22 @@ for (const kind of DB_KINDS) {
         auth.clock.advance(30 * DAY + 1); // past the newest refresh token's expiry
         const afterAll = await purge(auth);
         assert.deepEqual(
-          [afterAll.oauth_access_tokens, afterAll.oauth_refresh_tokens, afterAll.oauth_families],
-          [0, 0, 0],
+          [afterAll.oauth_codes, afterAll.oauth_access_tokens, afterAll.oauth_refresh_tokens, afterAll.oauth_families],
+          [0, 0, 0, 0],
         );
         assertOAuthError(await raw.refresh(p.clientId, again.body.refresh_token), 400, 'invalid_grant');
+      }));
+
+    test('a code replayed after its 10 minutes and a purge still revokes what its first use issued', () =>
+      withOAuth(kind, async ({ auth, raw, user }) => {
+        const p = { clientId: await raw.publicClient(), redirectUri: LOOPBACK_CB };
+        const { code, verifier } = await raw.code(user, p);
+        const first = await raw.exchange(p, code, verifier);
+        assert.equal(first.status, 200);
+        auth.clock.advance(11 * MINUTE);
+        await purge(auth);
+        assertOAuthError(await raw.exchange(p, code, verifier), 400, 'invalid_grant');
+        assert.equal((await raw.introspect(first.body.access_token)).body.active, false);
       }));
 
     test('rotated and revoked refresh tokens are kept until they expire, so reuse is still detected', () =>
