@@ -1,6 +1,6 @@
 import { join, resolve } from 'node:path';
 import { devSecret, EnvReader, type RateSetting } from '../platform/config.ts';
-import type { SmtpSettings } from '../platform/mail.ts';
+import type { SmtpSettings } from '../platform/mail-transport.ts';
 import { redirectUriProblem } from './oauth/redirect-uris.ts';
 
 export interface AuthConfig {
