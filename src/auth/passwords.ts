@@ -44,7 +44,7 @@ function prehash(password: string): string {
 
 export function hashPassword(password: string, cost: number): Promise<string> {
   const input = prehash(password);
-  return limited(() => hash(input, { cost }));
+  return limited(() => hash(input, cost));
 }
 
 export async function verifyPassword(password: string, stored: string): Promise<boolean> {

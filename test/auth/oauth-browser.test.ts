@@ -108,7 +108,6 @@ describe('OAuth login and consent pages in Chromium', { skip: chromiumSkip }, ()
     const url = new URL(page.url());
     return url.origin === auth.url ? url.pathname : `${url.origin}${url.pathname}`;
   };
-  // biome-ignore lint/performance/useDomNodeTextContent: the rendered text is what a person reads
   const shown = (what: Locator) => what.innerText();
   const mainText = (page: Page) => shown(page.locator('main'));
   const alertText = (page: Page) => shown(page.getByRole('alert'));
