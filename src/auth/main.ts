@@ -7,9 +7,12 @@ export async function startAuth(env: Record<string, string | undefined> = proces
   const config = loadAuthConfig(env);
   const service = await createAuthService(config);
   service.startWorkers();
-  await service.app.listen({ host: config.host, port: config.port });
+  const address = await service.app.listen({ host: config.host, port: config.port });
   const { log } = service.deps;
-  log.info(`account service listening on ${config.baseUrl} (${service.deps.dialect}${config.redisUrl ? ', redis' : ''})`);
+  const oauth = config.oauth ? `, OAuth ${config.oauth.publicEndpoints ? 'public' : 'behind X-Api-Key'}` : '';
+  log.info(
+    `account service listening on ${address}, public URL ${config.baseUrl} (${service.deps.dialect}${config.redisUrl ? ', redis' : ''}${oauth})`,
+  );
   if (config.apiKeyGenerated) {
     log.info(`development API key (kept in ${config.dataDir}/dev-secrets.json): X-Api-Key: ${config.apiKey}`);
   }
