@@ -52,6 +52,7 @@ function oauthDeps(deps: AuthDeps): OAuthDeps | undefined {
     issuer: deps.config.baseUrl,
     metadata: new ClientMetadataResolver({ clock: deps.clock, allowInsecure: config.allowInsecureMetadata }),
     registrationLimiter: createRateLimiter('oauth:register', config.limits.registration, deps.redis),
+    authorizeLimiter: createRateLimiter('oauth:authorize', config.limits.authorize, deps.redis),
   };
 }
 

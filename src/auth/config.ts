@@ -49,7 +49,7 @@ export interface OAuthConfig {
   codeTtlMs: number;
   accessTtlMs: number;
   refreshTtlMs: number;
-  limits: { registration: RateSetting };
+  limits: { registration: RateSetting; authorize: RateSetting };
   /** Browser cookies get Secure and the __Host- prefix. */
   secureCookies: boolean;
 }
@@ -169,7 +169,10 @@ function loadOAuthConfig(r: EnvReader, production: boolean): OAuthConfig | undef
     codeTtlMs: 10 * 60_000,
     accessTtlMs: HOUR,
     refreshTtlMs: 30 * DAY,
-    limits: { registration: r.rate('OAUTH_LIMIT_REGISTRATION', { points: 60, durationSeconds: 3600 }) },
+    limits: {
+      registration: r.rate('OAUTH_LIMIT_REGISTRATION', { points: 60, durationSeconds: 3600 }),
+      authorize: r.rate('OAUTH_LIMIT_AUTHORIZE', { points: 600, durationSeconds: 300 }),
+    },
     secureCookies: production,
   };
 }

@@ -90,6 +90,28 @@ describe('registration rate limit per IP: OAUTH_LIMIT_REGISTRATION=2/3600', () =
   });
 });
 
+describe('authorization rate limit per IP: OAUTH_LIMIT_AUTHORIZE=3/300', () => {
+  let auth: TestAuth;
+  before(async () => {
+    auth = await startOAuth('sqlite', { env: { OAUTH_LIMIT_AUTHORIZE: '3/300' } });
+  });
+  after(() => auth.close());
+
+  test('past the bucket, /oauth/authorize shows a 429 page with Retry-After and stores nothing', async () => {
+    const raw = new RawOAuth(auth);
+    const url = raw.authorizeUrl({ client_id: 'product-web', redirect_uri: 'https://product.example/callback', response_type: 'code' });
+    for (let i = 0; i < 3; i++) assert.equal((await new Browser(false).request(url)).status, 302);
+    const pendingBefore = await auth.service.deps.db.selectFrom('oauth_requests').select('id').execute();
+    const r = await new Browser(false).request(url);
+    assert.equal(r.status, 429);
+    assert.equal(r.location, null, 'no redirect');
+    assert.match(r.headers.get('content-type')!, /text\/html/);
+    assert.ok(Number(r.headers.get('retry-after')) > 0);
+    const pendingAfter = await auth.service.deps.db.selectFrom('oauth_requests').select('id').execute();
+    assert.equal(pendingAfter.length, pendingBefore.length);
+  });
+});
+
 describe('metadata-URL clients without OAUTH_CLIENT_METADATA_ALLOW_INSECURE: SSRF', () => {
   let auth: TestAuth;
   let trap: Server;

@@ -9,6 +9,8 @@ export interface OAuthDeps extends AuthDeps {
   oauth: OAuthConfig;
   metadata: ClientMetadataResolver;
   registrationLimiter: RateLimiter;
+  /** Per-IP bucket of /oauth/authorize: each request writes a pending row and may fetch a metadata document. */
+  authorizeLimiter: RateLimiter;
   /** The issuer identifier (RFC 8414, RFC 9207): AUTH_BASE_URL. */
   issuer: string;
 }

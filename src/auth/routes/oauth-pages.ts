@@ -112,6 +112,12 @@ export async function oauthPages(app: App, deps: OAuthDeps): Promise<void> {
 
   app.get('/oauth/authorize', { schema: { hide: true } }, async (request, reply) => {
     noStore(reply);
+    const limit = await deps.authorizeLimiter.consume(request.ip);
+    if (!limit.allowed) {
+      deps.metrics.rateLimited.inc({ bucket: 'oauth_authorize' });
+      reply.header('retry-after', String(Math.max(1, Math.ceil(limit.retryAfterMs / 1000))));
+      return errorPage(reply, 429, 'Too many sign-in requests from this address; wait a moment and try again.');
+    }
     try {
       const { request: pendingRequest } = await checkAuthorizationRequest(deps, request.query);
       await savePendingRequest(deps, pendingRequest);
