@@ -196,7 +196,7 @@ for (const kind of DB_KINDS) {
         });
         after(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
-        test('completes the code flow, refresh and userinfo', async () => {
+        test('completes the code flow, userinfo, refresh, reuse detection, introspection and revocation', async () => {
           const client: oauth.Client = { client_id: clientId, token_endpoint_auth_method: 'none' };
           const browser = new Browser(withKey);
           const { verifier, challenge } = await pkce();
@@ -221,6 +221,41 @@ for (const kind of DB_KINDS) {
             await oauth.refreshTokenGrantRequest(as, client, oauth.None(), tokens.refresh_token!, opts),
           );
           assert.match(refreshed.access_token, /^oat_/);
+
+          // The resource server's view (introspection by the confidential client).
+          const rs: oauth.Client = { client_id: STATIC_CLIENT_ID };
+          const rsAuth = oauth.ClientSecretBasic(STATIC_CLIENT_SECRET);
+          const introspect = async (token: string) =>
+            oauth.processIntrospectionResponse(as, rs, await oauth.introspectionRequest(as, rs, rsAuth, token, opts));
+          const seen = await introspect(refreshed.access_token);
+          assert.equal(seen.active, true);
+          assert.equal(seen.client_id, clientId);
+
+          // Reuse of the rotated refresh token revokes the family.
+          await assert.rejects(
+            async () =>
+              oauth.processRefreshTokenResponse(as, client, await oauth.refreshTokenGrantRequest(as, client, oauth.None(), tokens.refresh_token!, opts)),
+            (err: oauth.ResponseBodyError) => err.error === 'invalid_grant',
+          );
+          assert.equal((await introspect(refreshed.access_token)).active, false);
+
+          // A fresh authorization (consent remembered), then revocation by the metadata-URL client itself.
+          const again = await new Browser(withKey).authorize(url.replace('state=xyz', 'state=abc'), user);
+          const second = await oauth.processAuthorizationCodeResponse(
+            as,
+            client,
+            await oauth.authorizationCodeGrantRequest(
+              as,
+              client,
+              oauth.None(),
+              oauth.validateAuthResponse(as, client, again, 'abc'),
+              'http://127.0.0.1:40404/cb',
+              verifier,
+              opts,
+            ),
+          );
+          await oauth.processRevocationResponse(await oauth.revocationRequest(as, client, oauth.None(), second.refresh_token!, opts));
+          assert.equal((await introspect(second.access_token)).active, false);
         });
       });
     });
