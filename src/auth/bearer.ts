@@ -21,6 +21,17 @@ const accessTokenQuery = precompiled((db: Kysely<AuthTables>) =>
     .where('t.expires_at', '>', 0),
 );
 
+// Parameters: token hash, now.
+const personalTokenQuery = precompiled((db: Kysely<AuthTables>) =>
+  db
+    .selectFrom('personal_access_tokens as t')
+    .innerJoin('users as u', 'u.id', 't.user_id')
+    .select(['t.id', 't.user_id', 't.scope', 't.created_at', 't.expires_at', 't.last_used_at', 'u.email', 'u.email_verified_at'])
+    .where('t.token_hash', '=', '')
+    .where('t.revoked_at', 'is', null)
+    .where('t.expires_at', '>', 0),
+);
+
 /** What a valid bearer token grants: the same shape for OAuth access tokens and personal access tokens. */
 export interface BearerGrant {
   kind: 'access_token' | 'personal_access_token';
@@ -45,43 +56,34 @@ export async function resolveBearer(deps: Pick<AuthDeps, 'db' | 'clock'>, token:
   const hash = sha256(token);
   if (token.startsWith(ACCESS_TOKEN_PREFIX)) {
     const row = await accessTokenQuery(deps.db, [hash, now]);
-    if (!row) return null;
-    return {
-      kind: 'access_token',
-      userId: row.user_id,
-      email: row.email,
-      emailVerified: row.email_verified_at !== null,
-      scope: row.scope,
-      clientId: row.client_id,
-      resource: row.resource,
-      issuedAt: row.created_at,
-      expiresAt: row.expires_at,
-    };
+    return row ? toGrant('access_token', row, row.client_id, row.resource) : null;
   }
   if (token.startsWith(PAT_PREFIX)) {
-    const row = await deps.db
-      .selectFrom('personal_access_tokens as t')
-      .innerJoin('users as u', 'u.id', 't.user_id')
-      .select(['t.id', 't.user_id', 't.scope', 't.created_at', 't.expires_at', 't.last_used_at', 'u.email', 'u.email_verified_at'])
-      .where('t.token_hash', '=', hash)
-      .where('t.revoked_at', 'is', null)
-      .where('t.expires_at', '>', now)
-      .executeTakeFirst();
+    const row = await personalTokenQuery(deps.db, [hash, now]);
     if (!row) return null;
     if (row.last_used_at === null || now - row.last_used_at >= LAST_USED_RESOLUTION) {
       await deps.db.updateTable('personal_access_tokens').set({ last_used_at: now }).where('id', '=', row.id).execute();
     }
-    return {
-      kind: 'personal_access_token',
-      userId: row.user_id,
-      email: row.email,
-      emailVerified: row.email_verified_at !== null,
-      scope: row.scope,
-      clientId: null,
-      resource: null,
-      issuedAt: row.created_at,
-      expiresAt: row.expires_at,
-    };
+    return toGrant('personal_access_token', row, null, null);
   }
   return null;
+}
+
+function toGrant(
+  kind: BearerGrant['kind'],
+  row: { user_id: string; email: string; email_verified_at: number | null; scope: string; created_at: number; expires_at: number },
+  clientId: string | null,
+  resource: string | null,
+): BearerGrant {
+  return {
+    kind,
+    userId: row.user_id,
+    email: row.email,
+    emailVerified: row.email_verified_at !== null,
+    scope: row.scope,
+    clientId,
+    resource,
+    issuedAt: row.created_at,
+    expiresAt: row.expires_at,
+  };
 }

@@ -104,8 +104,7 @@ export async function startTestAuth(db: DbKind, env: Record<string, string> = {}
     },
     async verifiedAccount(email = uniqueEmail()) {
       await auth.register(email);
-      const mail = await auth.verificationMail(email);
-      const token = new URL(/https?:\/\/\S+/.exec(mail.text)![0]).searchParams.get('token');
+      const token = tokenFromMail(await auth.verificationMail(email));
       const r = await auth.request('POST', '/v1/verify', { body: { token } });
       if (r.status !== 200) throw new Error(`verify failed: ${r.status} ${r.text}`);
       return { email, password: PASSWORD };

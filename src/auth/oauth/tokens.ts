@@ -2,7 +2,7 @@ import { createHmac, createSecretKey, randomBytes, randomUUID } from 'node:crypt
 import type { Kysely } from 'kysely';
 import { randomToken, sha256 } from '../../platform/crypto.ts';
 import { ACCESS_TOKEN_PREFIX } from '../bearer.ts';
-import type { AuthTables, OAuthTokenRow } from '../schema.ts';
+import type { AuthTables } from '../schema.ts';
 import type { OAuthDeps } from './clients.ts';
 
 /**
@@ -122,4 +122,3 @@ export async function revokeFamily(deps: Pick<OAuthDeps, 'clock' | 'log'>, db: D
   deps.log.warn({ familyId, reason }, 'token family revoked');
 }
 
-export type { OAuthTokenRow };

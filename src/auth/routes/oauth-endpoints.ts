@@ -6,7 +6,7 @@ import { type BearerGrant, resolveBearer } from '../bearer.ts';
 import { SCOPES, scopesCovered } from '../scopes.ts';
 import { authenticateClient } from '../oauth/client-auth.ts';
 import type { OAuthDeps } from '../oauth/clients.ts';
-import { insufficientScope, invalidRequest, invalidToken, OAuthError, param, requireFormBody } from '../oauth/errors.ts';
+import { insufficientScope, invalidRequest, invalidToken, param, requireFormBody, slowDown } from '../oauth/errors.ts';
 import { grantTokens } from '../oauth/grants.ts';
 import { registerClient } from '../oauth/registration.ts';
 import { revokeFamily } from '../oauth/tokens.ts';
@@ -84,7 +84,7 @@ export async function oauthEndpoints(app: App, opts: { deps: OAuthDeps; cors: bo
     const limit = await deps.registrationLimiter.consume(request.ip);
     if (!limit.allowed) {
       deps.metrics.rateLimited.inc({ bucket: 'oauth_register' });
-      throw new OAuthError('slow_down', 'Too many registrations from this address; try again later.', 429, {
+      throw slowDown('Too many registrations from this address; try again later.', {
         'retry-after': String(Math.max(1, Math.ceil(limit.retryAfterMs / 1000))),
       });
     }
