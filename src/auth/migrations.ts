@@ -146,4 +146,21 @@ export const authMigrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0009_consent_redirect_uri': {
+    async up(db) {
+      // Consent is now remembered per redirect URI. Rows from before cannot be tied to one, so
+      // they are dropped: each user is asked once more, which is safe where a guess would not be.
+      await db.schema.dropTable('oauth_consents').execute();
+      await db.schema
+        .createTable('oauth_consents')
+        .addColumn('user_id', 'text', (c) => c.notNull().references('users.id').onDelete('cascade'))
+        .addColumn('client_id', 'text', (c) => c.notNull())
+        .addColumn('redirect_uri', 'text', (c) => c.notNull())
+        .addColumn('scope', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('updated_at', 'bigint', (c) => c.notNull())
+        .addPrimaryKeyConstraint('oauth_consents_pk', ['user_id', 'client_id', 'redirect_uri'])
+        .execute();
+    },
+  },
 };

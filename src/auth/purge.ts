@@ -31,7 +31,13 @@ type PurgeTable =
  * reuse is still recognised; a family goes when its last refresh token has
  * expired (its tokens go with it).
  */
-export const PURGE_TARGETS: { table: PurgeTable; key?: 'client_id'; condition: Condition }[] = [
+interface PurgeTarget {
+  table: PurgeTable;
+  key?: 'client_id';
+  condition: Condition;
+}
+
+export const PURGE_TARGETS: PurgeTarget[] = [
   {
     table: 'sessions',
     condition: (eb, now) => eb.or([eb('expires_at', '<', now), eb('revoked_at', 'is not', null)]),
@@ -71,10 +77,13 @@ export const PURGE_TARGETS: { table: PurgeTable; key?: 'client_id'; condition: C
  * table of millions of rows is never loaded or locked at once. Returns the
  * count removed per table; logs it and counts it in metrics.
  */
-export async function purgeExpired(deps: Pick<AuthDeps, 'db' | 'clock' | 'log' | 'metrics' | 'config'>): Promise<Record<string, number>> {
+export async function purgeExpired(
+  deps: Pick<AuthDeps, 'db' | 'clock' | 'log' | 'metrics' | 'config'>,
+  targets: readonly PurgeTarget[] = PURGE_TARGETS,
+): Promise<Record<string, number>> {
   const now = deps.clock.now();
   const removed: Record<string, number> = {};
-  for (const { table, key = 'id', condition } of PURGE_TARGETS) {
+  for (const { table, key = 'id', condition } of targets) {
     let total = 0;
     for (;;) {
       const ids = deps.db
@@ -93,6 +102,14 @@ export async function purgeExpired(deps: Pick<AuthDeps, 'db' | 'clock' | 'log' |
     removed[table] = total;
     if (total > 0) deps.metrics.purged.inc({ table }, total);
   }
-  deps.log.info({ removed }, 'purge finished');
+  if (Object.values(removed).some((n) => n > 0)) deps.log.info({ removed }, 'purge finished');
+  else deps.log.debug('purge finished: nothing to remove');
   return removed;
 }
+
+/**
+ * Pending authorization requests are written by an endpoint anyone can call,
+ * so they are purged every minute (the `auth:purge-requests` job), not with
+ * the hourly purge: expired ones stay at most a minute or so.
+ */
+export const PENDING_REQUEST_TARGETS = PURGE_TARGETS.filter((t) => t.table === 'oauth_requests');

@@ -81,7 +81,7 @@ export interface AuthTables {
   };
   oauth_access_tokens: OAuthTokenRow;
   oauth_refresh_tokens: OAuthTokenRow;
-  oauth_consents: { user_id: string; client_id: string; scope: string; created_at: number; updated_at: number };
+  oauth_consents: { user_id: string; client_id: string; redirect_uri: string; scope: string; created_at: number; updated_at: number };
   outbox: OutboxTable;
   job_runs: { name: string; last_run_at: number };
 }

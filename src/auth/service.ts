@@ -13,7 +13,7 @@ import { buildAuthApp } from './app.ts';
 import type { AuthConfig } from './config.ts';
 import type { AuthDeps } from './deps.ts';
 import { authMigrations } from './migrations.ts';
-import { purgeExpired } from './purge.ts';
+import { PENDING_REQUEST_TARGETS, purgeExpired } from './purge.ts';
 import type { AuthTables } from './schema.ts';
 
 export interface AuthService {
@@ -21,6 +21,8 @@ export interface AuthService {
   deps: AuthDeps;
   mailWorker: OutboxWorker;
   purgeJob: PeriodicJob;
+  /** Every minute: expired pending authorization requests. */
+  requestPurgeJob: PeriodicJob;
   /** Starts the background workers (the app is listened on by the caller). */
   startWorkers(): void;
   close(): Promise<void>;
@@ -77,6 +79,18 @@ export async function createAuthService(config: AuthConfig, overrides: AuthServi
       await purgeExpired(deps);
     },
   });
+  // Pending authorization requests come from an endpoint anyone can call: purged every minute.
+  const requestPurgeJob = periodicJob({
+    name: 'auth:purge-requests',
+    intervalMs: 60_000,
+    db,
+    dialect,
+    clock,
+    log,
+    run: async () => {
+      await purgeExpired(deps, PENDING_REQUEST_TARGETS);
+    },
+  });
   const app = await buildAuthApp(deps);
 
   return {
@@ -84,14 +98,17 @@ export async function createAuthService(config: AuthConfig, overrides: AuthServi
     deps,
     mailWorker,
     purgeJob,
+    requestPurgeJob,
     startWorkers() {
       mailWorker.start();
       purgeJob.start();
+      if (config.oauth) requestPurgeJob.start();
     },
     async close() {
       await app.close();
       await mailWorker.stop();
       await purgeJob.stop();
+      await requestPurgeJob.stop();
       redis?.disconnect();
       await closeDatabase(db);
     },

@@ -19,6 +19,8 @@ const STYLE = `
   input[type=email], input[type=password] { font: inherit; width: 100%; box-sizing: border-box; padding: 0.55rem; border: 1px solid GrayText; border-radius: 0.4rem; }
   .actions { display: flex; gap: 0.75rem; margin-top: 1.2rem; flex-wrap: wrap; }
   button.secondary { background: transparent; color: CanvasText; border: 1px solid GrayText; }
+  button.link { background: none; border: 0; padding: 0; color: inherit; font-size: inherit; text-decoration: underline; }
+  form.switch { margin-top: 1.2rem; }
   ul.scopes { padding-left: 1.2rem; }
   .muted { color: color-mix(in srgb, CanvasText 72%, Canvas); font-size: 0.9rem; }
 `;

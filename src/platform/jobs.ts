@@ -69,7 +69,7 @@ export function periodicJob(options: JobOptions): PeriodicJob {
     if (!(await claimTick(claimOn))) return false;
     const started = clock.now();
     await options.run();
-    log.info({ job: name, ms: clock.now() - started }, 'job ran');
+    log.debug({ job: name, ms: clock.now() - started }, 'job ran');
     return true;
   }
 

@@ -19,10 +19,14 @@ for (const kind of DB_KINDS) {
       raw = new RawOAuth(auth);
       user = await auth.verifiedAccount();
       publicId = await raw.publicClient();
+      // Sign the user's browser in once: dynamic clients' errors are redirected only to a signed-in browser.
+      await raw.code(user, { clientId: STATIC_CLIENT_ID, redirectUri: STATIC_REDIRECT });
     });
     after(() => auth.close());
 
     const get = (params: Record<string, string>) => new Browser(false).request(raw.authorizeUrl(params));
+    /** The same request from the user's signed-in browser. */
+    const signedInGet = (params: Record<string, string>) => raw.browser(user).request(raw.authorizeUrl(params));
     const s256 = async () => ({ code_challenge: (await pkce()).challenge, code_challenge_method: 'S256' });
     const valid = async (clientId = STATIC_CLIENT_ID, redirectUri = STATIC_REDIRECT) => ({
       client_id: clientId,
@@ -100,11 +104,12 @@ for (const kind of DB_KINDS) {
 
     test('PKCE is required for public clients, S256 only', async () => {
       const { code_challenge: _c, code_challenge_method: _m, ...noPkce } = await valid(publicId, LOOPBACK_CB);
-      assertErrorRedirect(await get(noPkce), LOOPBACK_CB, 'invalid_request');
+      assertErrorRedirect(await signedInGet(noPkce), LOOPBACK_CB, 'invalid_request');
+      assertErrorPage(await get(noPkce));
       const challenge = (await pkce()).challenge;
       const methods: Record<string, string>[] = [{ code_challenge_method: 'plain' }, {}, { code_challenge_method: 's256' }];
       for (const method of methods) {
-        assertErrorRedirect(await get({ ...noPkce, code_challenge: challenge, ...method }), LOOPBACK_CB, 'invalid_request');
+        assertErrorRedirect(await signedInGet({ ...noPkce, code_challenge: challenge, ...method }), LOOPBACK_CB, 'invalid_request');
       }
       // plain with a verifier-like value as the challenge, for the confidential client too.
       const { code_challenge: _c2, code_challenge_method: _m2, ...staticNoPkce } = await valid();
@@ -124,7 +129,7 @@ for (const kind of DB_KINDS) {
 
     test("a client registered with a scope may ask for no more (a write scope brings its read scope)", async () => {
       const limited = await raw.publicClient([LOOPBACK_CB], { scope: 'identity msg:messages:write' });
-      assertErrorRedirect(await get({ ...(await valid(limited, LOOPBACK_CB)), scope: 'work:tasks:read' }), LOOPBACK_CB, 'invalid_scope');
+      assertErrorRedirect(await signedInGet({ ...(await valid(limited, LOOPBACK_CB)), scope: 'work:tasks:read' }), LOOPBACK_CB, 'invalid_scope');
       for (const scope of ['identity msg:messages:read', 'msg:messages:write']) {
         const r = await get({ ...(await valid(limited, LOOPBACK_CB)), scope });
         assert.equal(new URL(r.location!).pathname, '/oauth/login', scope);

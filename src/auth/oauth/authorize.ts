@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { randomToken, sha256 } from '../../platform/crypto.ts';
-import { formatScope, parseScope, parseScopeOr, scopesCovered } from '../scopes.ts';
+import { parseScopeOr, scopesCovered } from '../scopes.ts';
 import { findClient, type OAuthClient, type OAuthDeps } from './clients.ts';
 import {
   invalidRequest,
@@ -12,11 +11,33 @@ import {
 } from './errors.ts';
 import { redirectUriMatches } from './redirect-uris.ts';
 
-export const CODE_PREFIX = 'oac_';
 const CHALLENGE = /^[A-Za-z0-9_-]{43}$/;
+
+/**
+ * Bounds of what a pending request stores (defect: a 15 KB state was kept).
+ * RFC 6749 sets no limit on state; clients use a random value or a short
+ * JSON blob, so 1024 characters is generous. A resource indicator is a URI
+ * naming one of the products' APIs.
+ */
+export const STATE_MAX = 1024;
+export const RESOURCE_MAX = 1024;
+const SCOPE_MAX = 1000;
+
+/** `prompt` values (OpenID Connect Core section 3.1.2.1; `select_account` is handled as `login`: one session at a time). */
+export type Prompt = 'none' | 'login' | 'consent' | 'select_account';
+const PROMPTS: ReadonlySet<string> = new Set<Prompt>(['none', 'login', 'consent', 'select_account']);
 
 /** An error shown on our own page: the redirect URI is not trusted (yet), so we never redirect. */
 export class AuthorizePageError extends Error {}
+
+/** Where to send an error once the redirect URI is trusted (RFC 6749 section 4.1.2.1, with iss: RFC 9207). */
+export class AuthorizeRedirectError extends Error {
+  readonly url: string;
+  constructor(url: string) {
+    super('authorization error redirect');
+    this.url = url;
+  }
+}
 
 /** An authorization request that passed every check, kept server-side while the user signs in and consents. */
 export interface PendingRequest {
@@ -27,18 +48,9 @@ export interface PendingRequest {
   scope: string[];
   resource: string | null;
   codeChallenge: string | null;
-  prompt: string | undefined;
+  prompt: Prompt[];
   /** Set once the user signed in during this request (prompt=login is then satisfied). */
   authenticated?: boolean;
-}
-
-/** Where to send an error once the redirect URI is trusted (RFC 6749 section 4.1.2.1, with iss: RFC 9207). */
-export class AuthorizeRedirectError extends Error {
-  readonly url: string;
-  constructor(url: string) {
-    super('authorization error redirect');
-    this.url = url;
-  }
 }
 
 export function redirectWith(base: string, params: Record<string, string | undefined>): string {
@@ -52,12 +64,47 @@ export function errorRedirect(deps: OAuthDeps, redirectUri: string, state: strin
 }
 
 /**
- * The authorization endpoint's checks, in order. Until client and redirect
- * URI are established, failures are AuthorizePageError (never a redirect:
- * RFC 6749 section 4.1.2.1, no open redirector); afterwards they are
- * AuthorizeRedirectError carrying the error redirect.
+ * May an error be sent to this client's redirect URI? RFC 9700 section
+ * 4.11.2: anyone can register a redirect URI (dynamic registration, a
+ * metadata document), so an error redirected at once, without sign-in, makes
+ * the service an open redirector. The static client's redirect URIs are the
+ * operator's and always trusted; the others only once the user has signed in.
  */
-export async function checkAuthorizationRequest(deps: OAuthDeps, query: unknown): Promise<{ client: OAuthClient; request: PendingRequest }> {
+export function redirectTrusted(client: Pick<OAuthClient, 'kind'>, signedIn: boolean): boolean {
+  return client.kind === 'static' || signedIn;
+}
+
+/** The error, as a redirect to the client when that is trusted, else on our own page. */
+export function refuse(
+  deps: OAuthDeps,
+  target: { redirectUri: string; state: string | undefined; trusted: boolean },
+  err: OAuthError,
+): never {
+  if (!target.trusted) throw new AuthorizePageError(err.message);
+  // A state over the bound is not echoed (it is why the request failed, or would make the URL huge).
+  const state = target.state !== undefined && target.state.length <= STATE_MAX ? target.state : undefined;
+  throw new AuthorizeRedirectError(errorRedirect(deps, target.redirectUri, state, err));
+}
+
+/**
+ * The authorization endpoint's checks, in order:
+ * 1. parameters given at most once, client_id present;
+ * 2. the client exists (a metadata-URL client's document can be fetched);
+ * 3. redirect_uri present and registered for it;
+ * until here failures show our error page (never a redirect, RFC 6749 section 4.1.2.1);
+ * from here on they are redirected to the client when {@link redirectTrusted}, else shown too:
+ * 4. response_type=code;
+ * 5. state within its bound;
+ * 6. PKCE: S256 with a well-formed challenge; required for public clients;
+ * 7. scope known and within what the client registered;
+ * 8. resource an absolute URI without fragment (RFC 8707), within its bound;
+ * 9. prompt a known list, `none` alone.
+ */
+export async function checkAuthorizationRequest(
+  deps: OAuthDeps,
+  query: unknown,
+  context: { signedIn: boolean },
+): Promise<{ client: OAuthClient; request: PendingRequest }> {
   let clientId: string | undefined;
   let redirectUri: string | undefined;
   let state: string | undefined;
@@ -82,44 +129,45 @@ export async function checkAuthorizationRequest(deps: OAuthDeps, query: unknown)
     throw new AuthorizePageError('The redirect_uri is not registered for this application.');
   }
 
+  const target = { redirectUri, state, trusted: redirectTrusted(client, context.signedIn) };
   try {
-    const responseType = param(query, 'response_type');
-    if (responseType !== 'code') throw unsupportedResponseType('Only response_type=code is supported.');
-    const challenge = param(query, 'code_challenge');
-    const method = param(query, 'code_challenge_method');
-    if (challenge !== undefined) {
-      if (method !== 'S256') throw invalidRequest('code_challenge_method must be S256 (plain is not accepted).');
-      if (!CHALLENGE.test(challenge)) throw invalidRequest('code_challenge must be a base64url SHA-256 (43 characters).');
-    } else if (!client.confidential) {
-      throw invalidRequest('PKCE is required: send code_challenge with code_challenge_method=S256.');
-    } else if (method !== undefined) {
-      throw invalidRequest('code_challenge_method without code_challenge.');
-    }
-    const scope = parseScopeOr(param(query, 'scope'), invalidScope);
+    if (param(query, 'response_type') !== 'code') throw unsupportedResponseType('Only response_type=code is supported.');
+    if (state !== undefined && state.length > STATE_MAX) throw invalidRequest(`state must be at most ${STATE_MAX} characters.`);
+    const codeChallenge = checkPkce(query, client);
+    const rawScope = param(query, 'scope');
+    if (rawScope !== undefined && rawScope.length > SCOPE_MAX) throw invalidScope(`scope must be at most ${SCOPE_MAX} characters.`);
+    const scope = parseScopeOr(rawScope, invalidScope);
     if (client.allowedScopes && !scopesCovered(client.allowedScopes, scope)) {
       throw invalidScope('The application did not register for all of these scopes.');
     }
     const resource = param(query, 'resource') ?? null;
     if (resource !== null) checkResourceIndicator(resource);
-    const request: PendingRequest = {
-      id: randomUUID(),
-      clientId: client.id,
-      redirectUri,
-      state,
-      scope,
-      resource,
-      codeChallenge: challenge ?? null,
-      prompt: param(query, 'prompt'),
-    };
+    const prompt = parsePrompt(param(query, 'prompt'));
+    const request: PendingRequest = { id: randomUUID(), clientId: client.id, redirectUri, state, scope, resource, codeChallenge, prompt };
     return { client, request };
   } catch (err) {
-    if (err instanceof OAuthError) throw new AuthorizeRedirectError(errorRedirect(deps, redirectUri, state, err));
+    if (err instanceof OAuthError) refuse(deps, target, err);
     throw err;
   }
 }
 
+/** RFC 7636 with OAuth 2.1: S256 only; public clients must use it; the challenge is a base64url SHA-256. */
+function checkPkce(query: unknown, client: OAuthClient): string | null {
+  const challenge = param(query, 'code_challenge');
+  const method = param(query, 'code_challenge_method');
+  if (challenge !== undefined) {
+    if (method !== 'S256') throw invalidRequest('code_challenge_method must be S256 (plain is not accepted).');
+    if (!CHALLENGE.test(challenge)) throw invalidRequest('code_challenge must be a base64url SHA-256 (43 characters).');
+    return challenge;
+  }
+  if (!client.confidential) throw invalidRequest('PKCE is required: send code_challenge with code_challenge_method=S256.');
+  if (method !== undefined) throw invalidRequest('code_challenge_method without code_challenge.');
+  return null;
+}
+
 /** RFC 8707 section 2: an absolute URI without a fragment. */
 function checkResourceIndicator(resource: string): void {
+  if (resource.length > RESOURCE_MAX) throw invalidTarget(`resource must be at most ${RESOURCE_MAX} characters.`);
   let url: URL;
   try {
     url = new URL(resource);
@@ -129,88 +177,12 @@ function checkResourceIndicator(resource: string): void {
   if (url.hash !== '' || resource.includes('#')) throw invalidTarget('resource must not contain a fragment.');
 }
 
-export async function savePendingRequest(deps: OAuthDeps, request: PendingRequest): Promise<void> {
-  const now = deps.clock.now();
-  await deps.db
-    .insertInto('oauth_requests')
-    .values({
-      id: request.id,
-      client_id: request.clientId,
-      params: JSON.stringify(request),
-      created_at: now,
-      expires_at: now + deps.oauth.codeTtlMs,
-    })
-    .execute();
-}
-
-export async function loadPendingRequest(deps: OAuthDeps, id: string | undefined): Promise<PendingRequest | null> {
-  if (!id || id.length > 64) return null;
-  const row = await deps.db
-    .selectFrom('oauth_requests')
-    .select('params')
-    .where('id', '=', id)
-    .where('expires_at', '>', deps.clock.now())
-    .executeTakeFirst();
-  return row ? (JSON.parse(row.params) as PendingRequest) : null;
-}
-
-export async function markAuthenticated(deps: OAuthDeps, request: PendingRequest): Promise<void> {
-  request.authenticated = true;
-  await deps.db.updateTable('oauth_requests').set({ params: JSON.stringify(request) }).where('id', '=', request.id).execute();
-}
-
-/** The scopes the user has granted this client so far (empty: none). */
-async function grantedScopes(deps: OAuthDeps, userId: string, clientId: string): Promise<string[]> {
-  const row = await deps.db
-    .selectFrom('oauth_consents')
-    .select('scope')
-    .where('user_id', '=', userId)
-    .where('client_id', '=', clientId)
-    .executeTakeFirst();
-  return row ? row.scope.split(' ') : [];
-}
-
-/** Has the user already granted this client every scope asked for? */
-export async function consentCovers(deps: OAuthDeps, userId: string, request: PendingRequest): Promise<boolean> {
-  return scopesCovered(await grantedScopes(deps, userId, request.clientId), request.scope);
-}
-
-/** Remembers consent: the union of what was granted before and now. */
-export async function rememberConsent(deps: OAuthDeps, userId: string, request: PendingRequest): Promise<void> {
-  const now = deps.clock.now();
-  const before = await grantedScopes(deps, userId, request.clientId);
-  const scope = formatScope(parseScope([...before, ...request.scope].join(' ')));
-  await deps.db
-    .insertInto('oauth_consents')
-    .values({ user_id: userId, client_id: request.clientId, scope, created_at: now, updated_at: now })
-    .onConflict((oc) => oc.columns(['user_id', 'client_id']).doUpdateSet({ scope, updated_at: now }))
-    .execute();
-}
-
-/** Issues the code (single use, 10 minutes), ends the pending request and returns the client redirect. */
-export async function issueCode(deps: OAuthDeps, userId: string, request: PendingRequest): Promise<string> {
-  const code = randomToken(CODE_PREFIX);
-  const now = deps.clock.now();
-  await deps.db.transaction().execute(async (trx) => {
-    const removed = await trx.deleteFrom('oauth_requests').where('id', '=', request.id).executeTakeFirst();
-    if (Number(removed.numDeletedRows) !== 1) throw new AuthorizePageError('This sign-in request was already completed.');
-    await trx
-      .insertInto('oauth_codes')
-      .values({
-        id: randomUUID(),
-        code_hash: sha256(code),
-        client_id: request.clientId,
-        user_id: userId,
-        redirect_uri: request.redirectUri,
-        scope: formatScope(request.scope),
-        resource: request.resource,
-        code_challenge: request.codeChallenge,
-        created_at: now,
-        expires_at: now + deps.oauth.codeTtlMs,
-        used_at: null,
-        family_id: null,
-      })
-      .execute();
-  });
-  return redirectWith(request.redirectUri, { code, state: request.state, iss: deps.issuer });
+/** A space-delimited list of known values; `none` must stand alone (OpenID Connect Core section 3.1.2.1). */
+export function parsePrompt(raw: string | undefined): Prompt[] {
+  const values = [...new Set((raw ?? '').split(' ').filter((v) => v !== ''))];
+  for (const v of values) {
+    if (!PROMPTS.has(v)) throw invalidRequest('prompt may list only none, login, consent and select_account.');
+  }
+  if (values.includes('none') && values.length > 1) throw invalidRequest('prompt=none cannot be combined with other values.');
+  return values as Prompt[];
 }

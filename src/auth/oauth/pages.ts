@@ -45,7 +45,7 @@ export function loginPage(
 
 export function consentPage(
   reply: FastifyReply,
-  args: { action: string; client: OAuthClient; request: PendingRequest; csrf: string; email: string },
+  args: { action: string; signOutAction: string; client: OAuthClient; request: PendingRequest; csrf: string; email: string },
 ): FastifyReply {
   const scopes = args.request.scope
     .map((s) => `<li>${escapeHtml(SCOPES[s] ?? s)} <span class="muted">(${escapeHtml(s)})</span></li>`)
@@ -68,6 +68,10 @@ export function consentPage(
          <button type="submit" name="decision" value="approve">Allow</button>
          <button type="submit" name="decision" value="deny" class="secondary">Deny</button>
        </div>
+     </form>
+     <form method="post" action="${escapeHtml(args.signOutAction)}" class="switch">
+       ${hidden('request', args.request.id)}${hidden('csrf', args.csrf)}
+       <p class="muted">Not ${escapeHtml(args.email)}? <button type="submit" class="link">Sign out</button></p>
      </form>`,
     { formAction: [formActionSource(args.request.redirectUri)] },
   );
@@ -81,4 +85,23 @@ export function errorPage(reply: FastifyReply, status: number, message: string):
     `<h1>This request cannot continue</h1><p class="error" role="alert">${escapeHtml(message)}</p>
      <p class="muted">Go back to the application and try again.</p>`,
   );
+}
+
+/** Asks before signing out: a GET (a link, a prefetch) must not end anyone's session. */
+export function signOutPage(reply: FastifyReply, args: { action: string; csrf: string; email: string }): FastifyReply {
+  return sendPage(
+    reply,
+    200,
+    'Sign out?',
+    `<h1>Sign out?</h1>
+     <p>You are signed in as ${escapeHtml(args.email)}.</p>
+     <form method="post" action="${escapeHtml(args.action)}">
+       ${hidden('csrf', args.csrf)}
+       <div class="actions"><button type="submit">Sign out</button></div>
+     </form>`,
+  );
+}
+
+export function signedOutPage(reply: FastifyReply): FastifyReply {
+  return sendPage(reply, 200, 'Signed out', '<h1>You are signed out</h1><p class="muted">You can close this page.</p>');
 }

@@ -1,206 +1,164 @@
 import cookie from '@fastify/cookie';
-import type { FastifyReply, FastifyRequest } from 'fastify';
-import { randomToken, safeEqual } from '../../platform/crypto.ts';
+import type { FastifyReply } from 'fastify';
 import { HttpProblem } from '../../platform/errors.ts';
 import type { App } from '../../platform/http.ts';
 import { login } from '../login.ts';
-import {
-  AuthorizePageError,
-  AuthorizeRedirectError,
-  checkAuthorizationRequest,
-  consentCovers,
-  errorRedirect,
-  issueCode,
-  loadPendingRequest,
-  markAuthenticated,
-  type PendingRequest,
-  rememberConsent,
-  savePendingRequest,
-} from '../oauth/authorize.ts';
+import { AuthorizePageError, AuthorizeRedirectError, checkAuthorizationRequest, errorRedirect, type PendingRequest } from '../oauth/authorize.ts';
+import { BrowserSession, CsrfError } from '../oauth/browser-session.ts';
 import { findClient, type OAuthClient, type OAuthDeps } from '../oauth/clients.ts';
-import { accessDenied, consentRequired, loginRequired, OAuthError, param } from '../oauth/errors.ts';
-import { consentPage, errorPage, loginPage } from '../oauth/pages.ts';
+import { rememberConsent } from '../oauth/consents.ts';
+import { accessDenied, OAuthError, param } from '../oauth/errors.ts';
+import { nextStep } from '../oauth/next-step.ts';
+import { consentPage, errorPage, loginPage, signedOutPage, signOutPage } from '../oauth/pages.ts';
+import { discardPendingRequest, issueCode, loadPendingRequest, markAuthenticated, savePendingRequest } from '../oauth/pending-requests.ts';
 import type { User } from '../schema.ts';
-import { userForSession } from '../sessions.ts';
 
 /**
  * The browser side of the authorization code flow: /oauth/authorize, the
- * login page and the consent page. Server-rendered, no script. The browser
- * session is a cookie holding a session token (HttpOnly, SameSite=Lax,
- * Secure and __Host- in production); every form carries a CSRF token that
- * must equal a cookie the page set, and a cross-origin Origin is refused.
+ * sign-in and consent pages, and sign-out. Server-rendered, no script. The
+ * decisions live in src/auth/oauth (checkAuthorizationRequest, nextStep,
+ * BrowserSession); each handler here parses, calls and renders.
  */
 export async function oauthPages(app: App, deps: OAuthDeps): Promise<void> {
   await app.register(cookie);
-  const secure = deps.oauth.secureCookies;
-  const SESSION = secure ? '__Host-auth_session' : 'auth_session';
-  const CSRF = secure ? '__Host-auth_csrf' : 'auth_csrf';
-  const issuerOrigin = new URL(deps.issuer).origin;
-  const loginUrl = (r: PendingRequest) => `${deps.issuer}/oauth/login?request=${encodeURIComponent(r.id)}`;
-  const consentUrl = (r: PendingRequest) => `${deps.issuer}/oauth/consent?request=${encodeURIComponent(r.id)}`;
-  const cookieOptions = { path: '/', httpOnly: true, sameSite: 'lax' as const, secure };
+  const session = new BrowserSession(deps);
+  const pageUrl = (path: string, r: PendingRequest) => `${deps.issuer}${path}?request=${encodeURIComponent(r.id)}`;
 
-  async function sessionUser(request: FastifyRequest): Promise<User | null> {
-    const token = request.cookies[SESSION];
-    return token ? userForSession(deps, token) : null;
+  /** Where the browser goes next: the sign-in page, the consent page, or back to the client. */
+  async function advance(client: OAuthClient, request: PendingRequest, user: User | null): Promise<string> {
+    const step = await nextStep(deps, client, request, user);
+    if (step.kind === 'login') return pageUrl('/oauth/login', request);
+    if (step.kind === 'consent') return pageUrl('/oauth/consent', request);
+    return step.url;
   }
 
-  function csrfToken(request: FastifyRequest, reply: FastifyReply): string {
-    const existing = request.cookies[CSRF];
-    if (existing && /^csrf_[A-Za-z0-9_-]{43}$/.test(existing)) return existing;
-    const fresh = randomToken('csrf_');
-    reply.setCookie(CSRF, fresh, cookieOptions);
-    return fresh;
-  }
-
-  /** Refuses a form post that did not come from our own page. */
-  function checkForm(request: FastifyRequest): void {
-    const origin = request.headers.origin;
-    if (origin !== undefined && origin !== issuerOrigin) {
-      throw new HttpProblem(403, 'csrf_failed', 'The form was posted from another site.');
-    }
-    const cookieValue = request.cookies[CSRF];
-    const field = param(request.body, 'csrf');
-    if (!cookieValue || !field || !safeEqual(cookieValue, field)) {
-      throw new HttpProblem(403, 'csrf_failed', 'The form expired or did not come from this site; reload the page.');
-    }
-  }
-
-  /** The next step of a request: sign in, consent, or back to the application with a code (or an error). */
-  async function nextStep(request: PendingRequest, user: User | null): Promise<string> {
-    if (!user || (request.prompt === 'login' && !request.authenticated)) {
-      if (request.prompt === 'none') return errorRedirect(deps, request.redirectUri, request.state, loginRequired('The user is not signed in.'));
-      return loginUrl(request);
-    }
-    if (request.prompt !== 'consent' && (await consentCovers(deps, user.id, request))) {
-      return issueCode(deps, user.id, request);
-    }
-    if (request.prompt === 'none') {
-      return errorRedirect(deps, request.redirectUri, request.state, consentRequired('The user has not granted these scopes.'));
-    }
-    return consentUrl(request);
-  }
-
-  /** A pending request and its client, or an error page. */
-  async function pending(reply: FastifyReply, id: string | undefined) {
-    const pendingRequest = await loadPendingRequest(deps, id);
-    let client: OAuthClient | null = null;
+  /** A pending request and its client, or null when either is gone (expired, completed, client removed). */
+  async function pending(id: string | undefined): Promise<{ request: PendingRequest; client: OAuthClient } | null> {
+    const request = await loadPendingRequest(deps, id);
+    if (!request) return null;
     try {
-      client = pendingRequest ? await findClient(deps, pendingRequest.clientId) : null;
+      const client = await findClient(deps, request.clientId);
+      return client ? { request, client } : null;
     } catch (err) {
-      if (!(err instanceof OAuthError)) throw err;
-    }
-    if (!pendingRequest || !client) {
-      errorPage(reply, 400, 'This sign-in request has expired or is unknown.');
-      return null;
-    }
-    return { pendingRequest, client };
-  }
-
-  async function withPageErrors(reply: FastifyReply, fn: () => Promise<FastifyReply>): Promise<FastifyReply> {
-    try {
-      return await fn();
-    } catch (err) {
-      if (err instanceof AuthorizePageError) return errorPage(reply, 400, err.message);
-      if (err instanceof AuthorizeRedirectError) return reply.redirect(err.url, 303);
-      if (err instanceof HttpProblem && err.code === 'csrf_failed') return errorPage(reply, 403, err.message);
+      if (err instanceof OAuthError) return null;
       throw err;
     }
   }
 
-  const noStore = (reply: FastifyReply) => reply.header('cache-control', 'no-store');
-
-  app.get('/oauth/authorize', { schema: { hide: true } }, async (request, reply) => {
-    noStore(reply);
-    const limit = await deps.authorizeLimiter.consume(request.ip);
-    if (!limit.allowed) {
-      deps.metrics.rateLimited.inc({ bucket: 'oauth_authorize' });
-      reply.header('retry-after', String(Math.max(1, Math.ceil(limit.retryAfterMs / 1000))));
-      return errorPage(reply, 429, 'Too many sign-in requests from this address; wait a moment and try again.');
-    }
+  /** Renders the flow's refusals as pages or redirects; anything else goes to the scope's error handler. */
+  async function page(reply: FastifyReply, status: 302 | 303, handle: () => Promise<FastifyReply>): Promise<FastifyReply> {
+    reply.header('cache-control', 'no-store');
     try {
-      const { request: pendingRequest } = await checkAuthorizationRequest(deps, request.query);
+      return await handle();
+    } catch (err) {
+      if (err instanceof AuthorizeRedirectError) return reply.redirect(err.url, status);
+      if (err instanceof AuthorizePageError || err instanceof OAuthError) return errorPage(reply, 400, err.message);
+      if (err instanceof CsrfError) return errorPage(reply, 403, err.message);
+      throw err;
+    }
+  }
+  const expired = (reply: FastifyReply) => errorPage(reply, 400, 'This sign-in request has expired or is unknown.');
+
+  app.get('/oauth/authorize', { schema: { hide: true } }, async (request, reply) =>
+    page(reply, 302, async () => {
+      const limit = await deps.authorizeLimiter.consume(request.ip);
+      if (!limit.allowed) {
+        deps.metrics.rateLimited.inc({ bucket: 'oauth_authorize' });
+        reply.header('retry-after', String(Math.max(1, Math.ceil(limit.retryAfterMs / 1000))));
+        return errorPage(reply, 429, 'Too many sign-in requests from this address; wait a moment and try again.');
+      }
+      const user = await session.user(request);
+      const { client, request: pendingRequest } = await checkAuthorizationRequest(deps, request.query, { signedIn: user !== null });
       await savePendingRequest(deps, pendingRequest);
-      return reply.redirect(await nextStep(pendingRequest, await sessionUser(request)), 302);
-    } catch (err) {
-      if (err instanceof AuthorizePageError) return errorPage(reply, 400, err.message);
-      if (err instanceof AuthorizeRedirectError) return reply.redirect(err.url, 302);
-      throw err;
-    }
-  });
+      return reply.redirect(await advance(client, pendingRequest, user), 302);
+    }),
+  );
 
-  app.get('/oauth/login', { schema: { hide: true } }, async (request, reply) => {
-    noStore(reply);
-    const found = await pending(reply, param(request.query, 'request'));
-    if (!found) return reply;
-    const csrf = csrfToken(request, reply);
-    return loginPage(reply, { status: 200, action: `${deps.issuer}/oauth/login`, client: found.client, request: found.pendingRequest, csrf });
-  });
+  app.get('/oauth/login', { schema: { hide: true } }, async (request, reply) =>
+    page(reply, 303, async () => {
+      const found = await pending(param(request.query, 'request'));
+      if (!found) return expired(reply);
+      const csrf = session.csrfToken(request, reply);
+      return loginPage(reply, { status: 200, action: `${deps.issuer}/oauth/login`, client: found.client, request: found.request, csrf });
+    }),
+  );
 
   app.post('/oauth/login', { schema: { hide: true } }, async (request, reply) =>
-    withPageErrors(reply, async () => {
-      noStore(reply);
-      checkForm(request);
-      const found = await pending(reply, param(request.body, 'request'));
-      if (!found) return reply;
+    page(reply, 303, async () => {
+      session.checkForm(request);
+      const found = await pending(param(request.body, 'request'));
+      if (!found) return expired(reply);
       const email = param(request.body, 'email') ?? '';
       const password = param(request.body, 'password') ?? '';
-      const show = (status: number, error: string) =>
-        loginPage(reply, {
-          status,
-          action: `${deps.issuer}/oauth/login`,
-          client: found.client,
-          request: found.pendingRequest,
-          csrf: request.cookies[CSRF] ?? '',
-          email,
-          error,
-        });
       let result: Awaited<ReturnType<typeof login>>;
       try {
         result = await login(deps, { email, password, ip: request.ip, userAgent: request.headers['user-agent'] });
       } catch (err) {
         if (!(err instanceof HttpProblem) || err.status >= 500) throw err;
         reply.headers(err.headers);
-        return show(err.status, err.message);
+        const csrf = session.postedCsrf(request);
+        const args = { status: err.status, action: `${deps.issuer}/oauth/login`, client: found.client, request: found.request, csrf };
+        return loginPage(reply, { ...args, email, error: err.message });
       }
-      reply.setCookie(SESSION, result.sessionToken, { ...cookieOptions, expires: new Date(result.expiresAt) });
-      await markAuthenticated(deps, found.pendingRequest);
-      return reply.redirect(await nextStep(found.pendingRequest, result.user), 303);
+      session.signIn(reply, result.sessionToken, result.expiresAt);
+      await markAuthenticated(deps, found.request);
+      return reply.redirect(await advance(found.client, found.request, result.user), 303);
     }),
   );
 
-  app.get('/oauth/consent', { schema: { hide: true } }, async (request, reply) => {
-    noStore(reply);
-    const found = await pending(reply, param(request.query, 'request'));
-    if (!found) return reply;
-    const user = await sessionUser(request);
-    if (!user) return reply.redirect(loginUrl(found.pendingRequest), 303);
-    const csrf = csrfToken(request, reply);
-    return consentPage(reply, {
-      action: `${deps.issuer}/oauth/consent`,
-      client: found.client,
-      request: found.pendingRequest,
-      csrf,
-      email: user.email,
-    });
-  });
+  app.get('/oauth/consent', { schema: { hide: true } }, async (request, reply) =>
+    page(reply, 303, async () => {
+      const found = await pending(param(request.query, 'request'));
+      if (!found) return expired(reply);
+      const user = await session.user(request);
+      if (!user) return reply.redirect(pageUrl('/oauth/login', found.request), 303);
+      const csrf = session.csrfToken(request, reply);
+      return consentPage(reply, {
+        action: `${deps.issuer}/oauth/consent`,
+        signOutAction: `${deps.issuer}/oauth/logout`,
+        client: found.client,
+        request: found.request,
+        csrf,
+        email: user.email,
+      });
+    }),
+  );
 
   app.post('/oauth/consent', { schema: { hide: true } }, async (request, reply) =>
-    withPageErrors(reply, async () => {
-      noStore(reply);
-      checkForm(request);
-      const found = await pending(reply, param(request.body, 'request'));
-      if (!found) return reply;
-      const { pendingRequest } = found;
-      const user = await sessionUser(request);
-      if (!user) return reply.redirect(loginUrl(pendingRequest), 303);
+    page(reply, 303, async () => {
+      session.checkForm(request);
+      const found = await pending(param(request.body, 'request'));
+      if (!found) return expired(reply);
+      const user = await session.user(request);
+      if (!user) return reply.redirect(pageUrl('/oauth/login', found.request), 303);
       if (param(request.body, 'decision') !== 'approve') {
-        await deps.db.deleteFrom('oauth_requests').where('id', '=', pendingRequest.id).execute();
+        await discardPendingRequest(deps, found.request);
         const denied = accessDenied('The user denied the request.');
-        return reply.redirect(errorRedirect(deps, pendingRequest.redirectUri, pendingRequest.state, denied), 303);
+        return reply.redirect(errorRedirect(deps, found.request.redirectUri, found.request.state, denied), 303);
       }
-      await rememberConsent(deps, user.id, pendingRequest);
-      return reply.redirect(await issueCode(deps, user.id, pendingRequest), 303);
+      await rememberConsent(deps, user.id, found.request);
+      return reply.redirect(await issueCode(deps, user.id, found.request), 303);
+    }),
+  );
+
+  /** Sign-out: GET asks (a link or a prefetch must not sign anyone out), POST signs out. */
+  app.get('/oauth/logout', { schema: { hide: true } }, async (request, reply) =>
+    page(reply, 303, async () => {
+      const user = await session.user(request);
+      if (!user) return signedOutPage(reply);
+      const csrf = session.csrfToken(request, reply);
+      return signOutPage(reply, { action: `${deps.issuer}/oauth/logout`, csrf, email: user.email });
+    }),
+  );
+
+  app.post('/oauth/logout', { schema: { hide: true } }, async (request, reply) =>
+    page(reply, 303, async () => {
+      session.checkForm(request);
+      await session.signOut(request, reply);
+      // "Not you?" on the consent page: back to sign-in for the same request.
+      const found = await pending(param(request.body, 'request'));
+      if (found) return reply.redirect(pageUrl('/oauth/login', found.request), 303);
+      return signedOutPage(reply);
     }),
   );
 }
