@@ -20,7 +20,7 @@ for (const kind of DB_KINDS) {
     });
     after(() => auth.close());
 
-    const params = { clientId, redirectUri: LOOPBACK_CB, scope: 'identity' };
+    const params = () => ({ clientId, redirectUri: LOOPBACK_CB, scope: 'identity' });
     const loginStatus = async (email: string, password: string) =>
       (await auth.request('POST', '/v1/login', { body: { email, password, ip: '198.51.100.9' } })).status;
     const setVerified = (email: string, verified: boolean) =>
@@ -42,8 +42,8 @@ for (const kind of DB_KINDS) {
       const session = await auth.login(who.email, who.password);
       const pat = await auth.request('POST', '/v1/tokens', { token: session, body: { name: 'agent' } });
       assert.equal(pat.status, 201, pat.text);
-      const tokens = await raw.tokens(who, { ...params, clientId });
-      const unused = await raw.code(who, { ...params, clientId });
+      const tokens = await raw.tokens(who, params());
+      const unused = await raw.code(who, params());
       assert.equal(await firstStep(raw.browser(who)), 'application', 'signed in, consent remembered');
       return { session, pat: pat.body.token as string, tokens, unused };
     }
@@ -73,7 +73,7 @@ for (const kind of DB_KINDS) {
       assert.equal((await raw.userinfo(held.pat)).status, 401, "the squatter's personal access token is revoked");
       assert.equal((await raw.userinfo(held.tokens.access_token)).status, 401, "the squatter's access token is revoked");
       assertOAuthError(await raw.refresh(clientId, held.tokens.refresh_token), 400, 'invalid_grant');
-      assertOAuthError(await raw.exchange({ ...params, clientId }, held.unused.code, held.unused.verifier), 400, 'invalid_grant');
+      assertOAuthError(await raw.exchange(params(), held.unused.code, held.unused.verifier), 400, 'invalid_grant');
       assert.equal(await firstStep(raw.browser(squatter)), '/oauth/login', "the squatter's browser session is revoked");
 
       // The owner signs in; the squatter's consent is not theirs, so the consent page is shown.
