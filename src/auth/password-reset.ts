@@ -54,7 +54,14 @@ async function issueReset(deps: AuthDeps, email: string): Promise<void> {
     await deleteUnusedResetTokens(trx, user.id);
     await trx
       .insertInto('password_reset_tokens')
-      .values({ id: randomUUID(), user_id: user.id, token_hash: sha256(token), created_at: now, expires_at: now + deps.config.resetTtlMs, used_at: null })
+      .values({
+        id: randomUUID(),
+        user_id: user.id,
+        token_hash: sha256(token),
+        created_at: now,
+        expires_at: now + deps.config.resetTtlMs,
+        used_at: null,
+      })
       .execute();
     await enqueueEmail(trx, deps.clock, passwordResetEmail(deps.config, email, token));
     return true;

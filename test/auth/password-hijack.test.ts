@@ -26,12 +26,21 @@ for (const kind of DB_KINDS) {
     const setVerified = (email: string, verified: boolean) =>
       auth.service.deps.db.updateTable('users').set({ email_verified_at: verified ? auth.clock.now() : null }).where('email', '=', email).execute();
 
+    async function authorizeUrl(): Promise<string> {
+      const { challenge } = await pkce();
+      return raw.authorizeUrl({
+        client_id: clientId,
+        redirect_uri: LOOPBACK_CB,
+        response_type: 'code',
+        scope: 'identity',
+        code_challenge: challenge,
+        code_challenge_method: 'S256',
+      });
+    }
+
     /** Where a browser's authorization request goes first: the login page, the consent page or back to the app. */
     async function firstStep(browser: Browser): Promise<string> {
-      const { challenge } = await pkce();
-      const r = await browser.request(
-        raw.authorizeUrl({ client_id: clientId, redirect_uri: LOOPBACK_CB, response_type: 'code', scope: 'identity', code_challenge: challenge, code_challenge_method: 'S256' }),
-      );
+      const r = await browser.request(await authorizeUrl());
       assert.ok(r.status === 302 || r.status === 303, `${r.status} ${r.text.slice(0, 200)}`);
       const to = new URL(r.location!);
       return to.origin === auth.url ? to.pathname : 'application';
@@ -81,12 +90,11 @@ for (const kind of DB_KINDS) {
       assert.deepEqual((await auth.request('GET', '/v1/tokens', { token: owner })).body.tokens, []);
       const browser = new Browser(false);
       assert.equal(await firstStep(browser), '/oauth/login');
-      const { challenge } = await pkce();
-      const start = await browser.request(
-        raw.authorizeUrl({ client_id: clientId, redirect_uri: LOOPBACK_CB, response_type: 'code', scope: 'identity', code_challenge: challenge, code_challenge_method: 'S256' }),
-      );
+      const start = await browser.request(await authorizeUrl());
       const page = await browser.request(start.location!);
-      const signedIn = await browser.request(`${auth.url}/oauth/login`, { form: { ...Browser.fields(page.text), email: victim, password: OWNER_PASSWORD } });
+      const signedIn = await browser.request(`${auth.url}/oauth/login`, {
+        form: { ...Browser.fields(page.text), email: victim, password: OWNER_PASSWORD },
+      });
       assert.equal(new URL(signedIn.location!).pathname, '/oauth/consent');
     });
 

@@ -179,7 +179,11 @@ for (const kind of DB_KINDS) {
       const token = await resetToken(auth, email);
       assert.equal((await reset(auth, token, NEW_PASSWORD)).status, 200);
       assert.equal(await loginStatus(email, NEW_PASSWORD), 200);
-      const row = await auth.service.deps.db.selectFrom('users').select(['failed_logins', 'locked_until']).where('email', '=', email).executeTakeFirstOrThrow();
+      const row = await auth.service.deps.db
+        .selectFrom('users')
+        .select(['failed_logins', 'locked_until'])
+        .where('email', '=', email)
+        .executeTakeFirstOrThrow();
       assert.equal(row.failed_logins, 0);
       assert.equal(row.locked_until, null);
     });

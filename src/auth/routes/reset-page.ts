@@ -29,7 +29,8 @@ export async function resetPageRoutes(app: App, deps: AuthDeps): Promise<void> {
     const problem = toProblem(error);
     if (problem.status >= 500) request.log.error({ err: problem.cause ?? problem, code: problem.code }, 'reset page failed');
     else request.log.info({ code: problem.code, status: problem.status }, 'reset page refused');
-    const message = problem.status >= 500 ? 'Something went wrong on our side; try again later.' : 'The request could not be read; open the link again.';
+    const message =
+      problem.status >= 500 ? 'Something went wrong on our side; try again later.' : 'The request could not be read; open the link again.';
     return sendPage(reply, problem.status, 'Reset password', `<h1>Reset your password</h1><p class="error">${escapeHtml(message)}</p>`);
   });
 
@@ -75,7 +76,8 @@ function field(body: unknown, name: string, max: number): string | undefined {
 function form(reply: FastifyReply, status: number, token: string, error?: string): FastifyReply {
   const input = (name: string, label: string) =>
     `<label for="${name}">${label}</label>` +
-    `<input type="password" id="${name}" name="${name}" autocomplete="new-password" required minlength="${PASSWORD_MIN}" maxlength="${PASSWORD_MAX}">`;
+    `<input type="password" id="${name}" name="${name}" autocomplete="new-password" required ` +
+    `minlength="${PASSWORD_MIN}" maxlength="${PASSWORD_MAX}">`;
   return sendPage(
     reply,
     status,
