@@ -18,13 +18,14 @@ export function requireEmail(input: string): string {
   return email;
 }
 
-function requirePassword(password: string): void {
+/** The password rules of registration, also applied by reset and change; `field` names the body field at fault. */
+export function requirePassword(password: string, field = 'password'): void {
   const n = passwordLength(password);
   if (n < PASSWORD_MIN) {
-    throw fieldProblem('password_too_short', 'password', `The password must be at least ${PASSWORD_MIN} characters.`);
+    throw fieldProblem('password_too_short', field, `The password must be at least ${PASSWORD_MIN} characters.`);
   }
   if (n > PASSWORD_MAX) {
-    throw fieldProblem('password_too_long', 'password', `The password must be at most ${PASSWORD_MAX} characters.`);
+    throw fieldProblem('password_too_long', field, `The password must be at most ${PASSWORD_MAX} characters.`);
   }
 }
 

@@ -11,14 +11,17 @@ import { accountRoutes } from './routes/account.ts';
 import { healthRoutes } from './routes/health.ts';
 import { oauthEndpoints } from './routes/oauth-endpoints.ts';
 import { oauthPages } from './routes/oauth-pages.ts';
+import { passwordRoutes } from './routes/password.ts';
+import { resetPageRoutes } from './routes/reset-page.ts';
 import { tokenRoutes } from './routes/tokens.ts';
 import { verifyPageRoutes } from './routes/verify-page.ts';
 
 /**
  * The account service's HTTP app. Health, readiness and metrics are open;
- * the verification page is open when the service serves it itself; the
- * OAuth paths are open only with OAUTH_PUBLIC_ENDPOINTS=true; every other
- * route lives in a scope guarded by X-Api-Key.
+ * the verification and password reset pages are open when the service
+ * serves them itself; the OAuth paths are open only with
+ * OAUTH_PUBLIC_ENDPOINTS=true; every other route lives in a scope guarded
+ * by X-Api-Key.
  */
 export async function buildAuthApp(deps: AuthDeps): Promise<App> {
   const app = await createHttpApp({
@@ -31,11 +34,13 @@ export async function buildAuthApp(deps: AuthDeps): Promise<App> {
   });
   await app.register(healthRoutes, { db: deps.db, metrics: deps.metrics });
   if (!deps.config.verifyUrl) await app.register(verifyPageRoutes, deps);
+  if (!deps.config.resetUrl) await app.register(resetPageRoutes, deps);
   const oauth = oauthDeps(deps);
   if (oauth?.oauth.publicEndpoints) await app.register(oauthScope, { deps: oauth, cors: true });
   await app.register(async (scope) => {
     scope.addHook('onRequest', requireApiKey(deps.config.apiKey));
     await scope.register(accountRoutes, deps);
+    await scope.register(passwordRoutes, deps);
     await scope.register(tokenRoutes, deps);
     if (oauth && !oauth.oauth.publicEndpoints) await scope.register(oauthScope, { deps: oauth, cors: false });
     scope.get('/openapi.json', { schema: { hide: true } }, async () => scope.swagger());

@@ -17,11 +17,22 @@ export interface AuthConfig {
   apiKeyGenerated: boolean;
   /** Template with `{token}`; undefined: the service's own /verify page. */
   verifyUrl: string | undefined;
+  /** Template with `{token}`; undefined: the service's own /reset-password page. */
+  resetUrl: string | undefined;
   bcryptCost: number;
   sessionTtlMs: number;
   verificationTtlMs: number;
+  /** Lifetime of a password reset link. */
+  resetTtlMs: number;
   lockout: { maxFailures: number; lockMs: number };
-  limits: { register: RateSetting; login: RateSetting; resend: RateSetting; resendPerEmail: RateSetting };
+  limits: {
+    register: RateSetting;
+    login: RateSetting;
+    resend: RateSetting;
+    resendPerEmail: RateSetting;
+    forgot: RateSetting;
+    forgotPerEmail: RateSetting;
+  };
   smtp: SmtpSettings | undefined;
   mail: { from: string; pollMs: number; maxAttempts: number; backoffBaseMs: number; backoffCapMs: number };
   purgeIntervalMs: number;
@@ -77,6 +88,8 @@ export function loadAuthConfig(env: Record<string, string | undefined> = process
   if (production && !baseUrl) r.problems.push(`AUTH_BASE_URL is required ${why} (the public URL used in emails)`);
   const verifyUrl = r.string('AUTH_VERIFY_URL');
   if (verifyUrl && !verifyUrl.includes('{token}')) r.problems.push('AUTH_VERIFY_URL must contain {token}');
+  const resetUrl = r.string('AUTH_RESET_URL');
+  if (resetUrl && !resetUrl.includes('{token}')) r.problems.push('AUTH_RESET_URL must contain {token}');
   const bcryptCost = r.int('AUTH_BCRYPT_COST', 12, 4, 16);
   if (production && bcryptCost < 12) r.problems.push(`AUTH_BCRYPT_COST must be at least 12 ${why}`);
 
@@ -92,9 +105,11 @@ export function loadAuthConfig(env: Record<string, string | undefined> = process
     apiKey: apiKey ?? '',
     apiKeyGenerated,
     verifyUrl,
+    resetUrl,
     bcryptCost,
     sessionTtlMs: r.int('AUTH_SESSION_TTL_DAYS', 30, 1, 365) * DAY,
     verificationTtlMs: r.int('AUTH_VERIFICATION_TTL_HOURS', 24, 1, 168) * HOUR,
+    resetTtlMs: r.int('AUTH_RESET_TTL_MINUTES', 60, 5, 1440) * 60_000,
     lockout: {
       maxFailures: r.int('AUTH_LOCKOUT_FAILURES', 5, 1, 100),
       lockMs: r.int('AUTH_LOCKOUT_MINUTES', 15, 1, 1440) * 60_000,
@@ -104,6 +119,8 @@ export function loadAuthConfig(env: Record<string, string | undefined> = process
       login: r.rate('AUTH_LIMIT_LOGIN', { points: 30, durationSeconds: 300 }),
       resend: r.rate('AUTH_LIMIT_RESEND', { points: 10, durationSeconds: 3600 }),
       resendPerEmail: r.rate('AUTH_LIMIT_RESEND_PER_EMAIL', { points: 3, durationSeconds: 3600 }),
+      forgot: r.rate('AUTH_LIMIT_FORGOT', { points: 10, durationSeconds: 3600 }),
+      forgotPerEmail: r.rate('AUTH_LIMIT_FORGOT_PER_EMAIL', { points: 3, durationSeconds: 3600 }),
     },
     smtp: smtpHost
       ? {

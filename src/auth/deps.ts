@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import type { BackgroundWork } from '../platform/background.ts';
 import type { Clock } from '../platform/clock.ts';
 import type { DialectName } from '../platform/db.ts';
 import type { RateLimiter } from '../platform/limits.ts';
@@ -15,9 +16,18 @@ export interface AuthDeps {
   config: AuthConfig;
   log: Logger;
   metrics: Metrics;
-  limiters: { register: RateLimiter; login: RateLimiter; resend: RateLimiter; resendPerEmail: RateLimiter };
+  limiters: {
+    register: RateLimiter;
+    login: RateLimiter;
+    resend: RateLimiter;
+    resendPerEmail: RateLimiter;
+    forgot: RateLimiter;
+    forgotPerEmail: RateLimiter;
+  };
   /** Set when REDIS_URL is: state shared by replicas. */
   redis: Redis | undefined;
   /** Nudges the outbox worker after a commit that queued mail. */
   mailQueued: () => void;
+  /** Work a request starts after its reply (a password reset request); close() waits for it. */
+  background: BackgroundWork;
 }

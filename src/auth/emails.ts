@@ -42,3 +42,49 @@ export function newSignInEmail(to: string, at: number, ip: string, userAgent: st
     ].join('\n'),
   };
 }
+
+/** The link a password reset email carries: AUTH_RESET_URL with the token, or this service's own page. */
+export function resetLink(config: AuthConfig, token: string): string {
+  const encoded = encodeURIComponent(token);
+  if (config.resetUrl) return config.resetUrl.replaceAll('{token}', encoded);
+  return `${config.baseUrl}/reset-password?token=${encoded}`;
+}
+
+export function passwordResetEmail(config: AuthConfig, to: string, token: string): Email {
+  const minutes = Math.round(config.resetTtlMs / 60_000);
+  return {
+    kind: 'password_reset',
+    to,
+    subject: 'Reset your password',
+    text: [
+      'Someone (hopefully you) asked to reset the password of the account for this address.',
+      '',
+      'Open this link to choose a new password:',
+      resetLink(config, token),
+      '',
+      `The link works once and expires in ${minutes} minutes; asking again replaces it.`,
+      'If you did not ask, ignore this email: your password stays as it is.',
+    ].join('\n'),
+  };
+}
+
+/**
+ * Sent after a reset or a change. It carries no link and no token: whoever
+ * reads it learns only that the password changed and when.
+ */
+export function passwordChangedEmail(to: string, at: number, how: 'reset' | 'change'): Email {
+  return {
+    kind: 'password_changed',
+    to,
+    subject: 'Your password was changed',
+    text: [
+      how === 'reset'
+        ? 'The password of your account was reset with a link sent to this address. Every device was signed out.'
+        : 'The password of your account was changed. Every other device was signed out.',
+      '',
+      `Time: ${new Date(at).toUTCString()}`,
+      '',
+      'If this was not you, ask for a password reset at once to take your account back.',
+    ].join('\n'),
+  };
+}

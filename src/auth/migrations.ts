@@ -146,6 +146,21 @@ export const authMigrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0006_password_reset': {
+    async up(db) {
+      await db.schema
+        .createTable('password_reset_tokens')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('user_id', 'text', (c) => c.notNull().references('users.id').onDelete('cascade'))
+        .addColumn('token_hash', 'text', (c) => c.notNull().unique())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('expires_at', 'bigint', (c) => c.notNull())
+        .addColumn('used_at', 'bigint')
+        .execute();
+      await db.schema.createIndex('password_reset_tokens_user').on('password_reset_tokens').column('user_id').execute();
+      await db.schema.createIndex('password_reset_tokens_expires').on('password_reset_tokens').column('expires_at').execute();
+    },
+  },
   '0009_consent_redirect_uri': {
     async up(db) {
       // Consent is now remembered per redirect URI. Rows from before cannot be tied to one, so

@@ -16,6 +16,7 @@ type Condition = (eb: ExpressionBuilder<any, any>, now: number, config: AuthConf
 type PurgeTable =
   | 'sessions'
   | 'verification_tokens'
+  | 'password_reset_tokens'
   | 'outbox'
   | 'personal_access_tokens'
   | 'oauth_requests'
@@ -44,6 +45,10 @@ export const PURGE_TARGETS: PurgeTarget[] = [
   },
   {
     table: 'verification_tokens',
+    condition: (eb, now) => eb.or([eb('expires_at', '<', now), eb('used_at', 'is not', null)]),
+  },
+  {
+    table: 'password_reset_tokens',
     condition: (eb, now) => eb.or([eb('expires_at', '<', now), eb('used_at', 'is not', null)]),
   },
   {

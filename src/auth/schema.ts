@@ -31,6 +31,15 @@ export interface AuthTables {
     expires_at: number;
     used_at: number | null;
   };
+  /** Password reset links (migration 0006): single use, only the token's SHA-256 is stored. */
+  password_reset_tokens: {
+    id: string;
+    user_id: string;
+    token_hash: string;
+    created_at: number;
+    expires_at: number;
+    used_at: number | null;
+  };
   personal_access_tokens: {
     id: string;
     user_id: string;

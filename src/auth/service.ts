@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis';
 import pino, { type Logger } from 'pino';
+import { backgroundWork } from '../platform/background.ts';
 import { type Clock, systemClock } from '../platform/clock.ts';
 import { closeDatabase, migrateToLatest, openDatabase } from '../platform/db.ts';
 import type { App } from '../platform/http.ts';
@@ -54,6 +55,8 @@ export async function createAuthService(config: AuthConfig, overrides: AuthServi
     login: createRateLimiter('auth:login', config.limits.login, redis),
     resend: createRateLimiter('auth:resend', config.limits.resend, redis),
     resendPerEmail: createRateLimiter('auth:resend-email', config.limits.resendPerEmail, redis),
+    forgot: createRateLimiter('auth:forgot', config.limits.forgot, redis),
+    forgotPerEmail: createRateLimiter('auth:forgot-email', config.limits.forgotPerEmail, redis),
   };
 
   const transport = overrides.transport ?? (config.smtp ? smtpTransport(config.smtp) : logTransport(log));
@@ -67,7 +70,8 @@ export async function createAuthService(config: AuthConfig, overrides: AuthServi
     ...config.mail,
   });
 
-  const deps: AuthDeps = { db, dialect, clock, config, log, metrics, limiters, redis, mailQueued: () => mailWorker.wake() };
+  const background = backgroundWork(log);
+  const deps: AuthDeps = { db, dialect, clock, config, log, metrics, limiters, redis, mailQueued: () => mailWorker.wake(), background };
   const purgeJob = periodicJob({
     name: 'auth:purge',
     intervalMs: config.purgeIntervalMs,
@@ -106,6 +110,7 @@ export async function createAuthService(config: AuthConfig, overrides: AuthServi
     },
     async close() {
       await app.close();
+      await background.settled();
       await mailWorker.stop();
       await purgeJob.stop();
       await requestPurgeJob.stop();

@@ -60,18 +60,32 @@ export async function userForSession(deps: Pick<AuthDeps, 'db' | 'clock'>, token
   return row ? toUser(row) : null;
 }
 
+/** `ses_` + 43 base64url characters: the shape of every session token this service issues. */
+export function isSessionToken(token: string): boolean {
+  return /^ses_[A-Za-z0-9_-]{43}$/.test(token);
+}
+
 /**
- * Revokes a session. Known tokens (live, expired or already revoked) give
- * 'revoked', so logout is idempotent; a token that never existed gives 'unknown'.
+ * Revokes a session, if it is live. Whether the token was live, already
+ * revoked, expired, purged or never issued is not reported: logout is
+ * idempotent, and its answer must not depend on whether the purge has run.
  */
-export async function revokeSession(deps: Pick<AuthDeps, 'db' | 'clock'>, token: string): Promise<'revoked' | 'unknown'> {
-  const hash = sha256(token);
+export async function revokeSession(deps: Pick<AuthDeps, 'db' | 'clock'>, token: string): Promise<void> {
   await deps.db
     .updateTable('sessions')
     .set({ revoked_at: deps.clock.now() })
-    .where('token_hash', '=', hash)
+    .where('token_hash', '=', sha256(token))
     .where('revoked_at', 'is', null)
     .execute();
-  const row = await deps.db.selectFrom('sessions').select('id').where('token_hash', '=', hash).executeTakeFirst();
-  return row ? 'revoked' : 'unknown';
+}
+
+/**
+ * Revokes every live session of a user (the OAuth browser session included:
+ * it is a row here too), except the one whose token hash is `keepTokenHash`.
+ * Runs in the caller's transaction.
+ */
+export async function revokeUserSessions(db: Kysely<AuthTables>, userId: string, now: number, keepTokenHash?: string): Promise<void> {
+  let query = db.updateTable('sessions').set({ revoked_at: now }).where('user_id', '=', userId).where('revoked_at', 'is', null);
+  if (keepTokenHash !== undefined) query = query.where('token_hash', '!=', keepTokenHash);
+  await query.execute();
 }

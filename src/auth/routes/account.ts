@@ -5,24 +5,24 @@ import { type App, bearerToken } from '../../platform/http.ts';
 import { register, resendVerification, verifyEmail } from '../accounts.ts';
 import type { AuthDeps } from '../deps.ts';
 import { login } from '../login.ts';
-import { revokeSession, userForSession } from '../sessions.ts';
+import { isSessionToken, revokeSession, userForSession } from '../sessions.ts';
 
-const UserSchema = Type.Object({
+export const UserSchema = Type.Object({
   id: Type.String(),
   email: Type.String(),
   email_verified: Type.Boolean(),
   created_at: Type.String({ format: 'date-time' }),
 });
-const Email = Type.String({ maxLength: 1024, description: 'Normalised: trimmed, NFC, lower-cased.' });
-const Ip = Type.String({ maxLength: 64, description: "The end user's IP address, as the calling product saw it." });
-const Password = Type.String({ maxLength: 4096, description: '12 to 256 characters.' });
+export const Email = Type.String({ maxLength: 1024, description: 'Normalised: trimmed, NFC, lower-cased.' });
+export const Ip = Type.String({ maxLength: 64, description: "The end user's IP address, as the calling product saw it." });
+export const Password = Type.String({ maxLength: 4096, description: '12 to 256 characters.' });
 
-function requireIp(ip: string): string {
+export function requireIp(ip: string): string {
   if (isIP(ip) === 0) throw fieldProblem('invalid_ip', 'ip', 'ip must be an IPv4 or IPv6 address.');
   return ip;
 }
 
-function requireSessionToken(header: string | undefined): string {
+export function requireSessionToken(header: string | undefined): string {
   if (!header) throw new HttpProblem(401, 'invalid_session', 'Send the session token as "Authorization: Bearer <token>".');
   return header;
 }
@@ -107,9 +107,10 @@ export async function accountRoutes(app: App, deps: AuthDeps): Promise<void> {
 
   app.post('/v1/logout', { schema: { summary: 'Revoke the session (idempotent)' } }, async (request, reply) => {
     const token = requireSessionToken(bearerToken(request));
-    if ((await revokeSession(deps, token)) === 'unknown') {
-      throw new HttpProblem(401, 'invalid_session', 'The session token is not known.');
-    }
+    // A well-formed token is 204 whether it is live, revoked, expired or already purged: a client
+    // retrying a logout must get the same answer after the purge as before it.
+    if (!isSessionToken(token)) throw new HttpProblem(401, 'invalid_session', 'This is not a session token.');
+    await revokeSession(deps, token);
     return reply.status(204).send();
   });
 
