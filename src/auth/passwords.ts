@@ -29,6 +29,9 @@ import { compare, genSaltSync, hash } from 'bcrypt';
  */
 const PREHASH_KEY = 'accounts/password-prehash/v1';
 
+/** The npm package that computes the hashes (the login benchmark names it beside the others it can load). */
+export const BCRYPT_PACKAGE = 'bcrypt';
+
 export const PASSWORD_MIN = 12;
 export const PASSWORD_MAX = 256;
 
