@@ -146,4 +146,17 @@ export const authMigrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0005_login_failures_and_mail': {
+    async up(db) {
+      // Failed sign-ins per email address, whether or not an account has it (login-failures.ts).
+      await db.schema
+        .createTable('login_failures')
+        .addColumn('address_hash', 'text', (c) => c.primaryKey())
+        .addColumn('failures', 'integer', (c) => c.notNull())
+        .addColumn('locked_until', 'bigint')
+        .addColumn('updated_at', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('login_failures_updated').on('login_failures').column('updated_at').execute();
+    },
+  },
 };

@@ -7,6 +7,8 @@ const DAY = 86_400_000;
 /** Sent emails are kept a week for support questions; failed ones a month, for a human to look at. */
 const SENT_MAIL_RETENTION = 7 * DAY;
 const FAILED_MAIL_RETENTION = 30 * DAY;
+/** Failed sign-ins of an address stop counting a month after the last one (no lock in force). */
+const LOGIN_FAILURE_RETENTION = 30 * DAY;
 /** A revoked personal access token stays a while, so that revoking it again is still a 204. */
 const REVOKED_PAT_RETENTION = 30 * DAY;
 
@@ -23,7 +25,8 @@ type PurgeTable =
   | 'oauth_access_tokens'
   | 'oauth_refresh_tokens'
   | 'oauth_families'
-  | 'oauth_clients';
+  | 'oauth_clients'
+  | 'login_failures';
 
 /**
  * What the purge removes: rows of each table matching its condition, by key.
@@ -31,7 +34,7 @@ type PurgeTable =
  * reuse is still recognised; a family goes when its last refresh token has
  * expired (its tokens go with it).
  */
-export const PURGE_TARGETS: { table: PurgeTable; key?: 'client_id'; condition: Condition }[] = [
+export const PURGE_TARGETS: { table: PurgeTable; key?: 'client_id' | 'address_hash'; condition: Condition }[] = [
   {
     table: 'sessions',
     condition: (eb, now) => eb.or([eb('expires_at', '<', now), eb('revoked_at', 'is not', null)]),
@@ -58,6 +61,12 @@ export const PURGE_TARGETS: { table: PurgeTable; key?: 'client_id'; condition: C
   { table: 'oauth_access_tokens', condition: (eb, now) => eb('expires_at', '<', now) },
   { table: 'oauth_refresh_tokens', condition: (eb, now) => eb('expires_at', '<', now) },
   { table: 'oauth_families', condition: (eb, now) => eb('expires_at', '<', now) },
+  {
+    table: 'login_failures',
+    key: 'address_hash',
+    condition: (eb, now) =>
+      eb.and([eb('updated_at', '<', now - LOGIN_FAILURE_RETENTION), eb.or([eb('locked_until', 'is', null), eb('locked_until', '<', now)])]),
+  },
   {
     table: 'oauth_clients',
     key: 'client_id',
