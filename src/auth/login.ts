@@ -93,7 +93,7 @@ export async function login(deps: AuthDeps, input: LoginInput, options: LoginOpt
       .execute();
     await clearAddressFailures(trx, address);
     const s = await createSession(trx, clock, config.sessionTtlMs, user.id, input.ip, input.userAgent);
-    await enqueueEmail(trx, clock, newSignInEmail(user.email, now, input.ip, input.userAgent));
+    await enqueueEmail(trx, deps.outbox, newSignInEmail(user.email, now, input.ip, input.userAgent));
     return s;
   });
   deps.mailQueued();

@@ -157,6 +157,9 @@ export const authMigrations: Record<string, Migration> = {
         .addColumn('updated_at', 'bigint', (c) => c.notNull())
         .execute();
       await db.schema.createIndex('login_failures_updated').on('login_failures').column('updated_at').execute();
+      // Failed emails are never sent again, and from now on keep no body; those written before did
+      // (in plaintext, with their links). Pending ones are sent, or fail, as before.
+      await db.updateTable('outbox').set({ text_body: '', html_body: null }).where('status', '=', 'failed').execute();
     },
   },
 };

@@ -59,13 +59,15 @@ export async function createAuthService(config: AuthConfig, overrides: AuthServi
     db,
     dialect,
     clock,
+    key: config.encryptionKey,
     transport,
     log,
     metrics,
     ...config.mail,
   });
 
-  const deps: AuthDeps = { db, dialect, clock, config, log, metrics, limiters, redis, mailQueued: () => mailWorker.wake() };
+  const outbox = { clock, key: config.encryptionKey };
+  const deps: AuthDeps = { db, dialect, clock, config, log, metrics, limiters, redis, outbox, mailQueued: () => mailWorker.wake() };
   const purgeJob = periodicJob({
     name: 'auth:purge',
     intervalMs: config.purgeIntervalMs,
