@@ -6,6 +6,7 @@ import { ConfigError } from '../../src/platform/config.ts';
 const PRODUCTION = {
   NODE_ENV: 'production',
   AUTH_API_KEY: 'k'.repeat(32),
+  AUTH_ENCRYPTION_KEY: 'e'.repeat(64),
   SMTP_HOST: 'smtp.example.com',
   AUTH_BASE_URL: 'https://accounts.example.com',
   DATA_DIR: '/nonexistent-never-written',
