@@ -112,6 +112,9 @@ npm run bench
 
 It takes about ${Math.round(report.seconds / 10) * 10} s, prints the table above and rewrites this file. It exits 0 whether or not
 the targets are met (a missed one shows as FAIL); raw figures go to bench/results/last-run.json (not committed).
+\`npm run bench -- login\` (or \`me\`, \`oauth\`) runs only those benchmarks and leaves this file alone.
+\`BENCH_BCRYPT_DIRS=<dir>[:<dir>…]\` also times the bcrypt packages installed under each \`<dir>/node_modules\` (e.g. one where
+\`npm install @node-rs/bcrypt@2\` was run), so that benchmark 1's bound comes from the fastest of all of them.
 \`BENCH_CPU_PROF=<dir> npm run bench\` also writes a V8 CPU profile of each server process into \`<dir>\`;
 \`node bench/profile-top.ts <dir>/<file>.cpuprofile me|userinfo|refresh\` then lists the top costs during that benchmark's measured
 slices (their windows are in last-run.json). The profiles sample wall-clock time: on a busy machine, time the server spent
