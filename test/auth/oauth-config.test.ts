@@ -43,7 +43,7 @@ describe('OAuth settings', () => {
       problems({ ...PRODUCTION, ...CLIENT, OAUTH_CLIENT_METADATA_ALLOW_INSECURE: 'true' }).join('\n'),
       /OAUTH_CLIENT_METADATA_ALLOW_INSECURE .* refused when NODE_ENV=production/,
     );
-    const dev = loadAuthConfig({ ...CLIENT, AUTH_API_KEY: 'k'.repeat(32), OAUTH_CLIENT_METADATA_ALLOW_INSECURE: 'true' });
+    const dev = loadAuthConfig({ ...CLIENT, AUTH_API_KEY: 'k'.repeat(32), AUTH_ENCRYPTION_KEY: 'e'.repeat(64), OAUTH_CLIENT_METADATA_ALLOW_INSECURE: 'true' });
     assert.equal(dev.oauth?.allowInsecureMetadata, true);
     assert.equal(dev.oauth?.secureCookies, false);
   });
