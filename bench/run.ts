@@ -16,6 +16,10 @@ import type { AuthInfo } from './servers/auth-info.ts';
  * against a baseline measured in this same run. Prints a table, rewrites
  * docs/BENCHMARKS.md, exits 0 whether or not the targets are met (1 only when
  * the bench itself could not run).
+ *
+ * `npm run bench -- login me oauth` (any of them) runs only those groups
+ * (login: benchmarks 1 and 2; me: 3; oauth: 4) and prints their table
+ * without rewriting docs/BENCHMARKS.md, which holds whole runs only.
  */
 
 const CORES = availableParallelism();
@@ -24,6 +28,10 @@ const TIME_LIMIT_MS = 175_000;
 const ROOT = new URL('../', import.meta.url);
 const DOC = new URL('docs/BENCHMARKS.md', ROOT);
 const RAW = new URL('bench/results/last-run.json', ROOT);
+const GROUPS = ['login', 'me', 'oauth'] as const;
+const chosen = process.argv.slice(2);
+for (const g of chosen) if (!(GROUPS as readonly string[]).includes(g)) throw new Error(`unknown benchmark group ${g}; choose from ${GROUPS.join(', ')}`);
+const runs = (group: (typeof GROUPS)[number]) => chosen.length === 0 || chosen.includes(group);
 
 async function main(servers: ChildServer<unknown>[], dataDir: string) {
   const apiKey = randomBytes(32).toString('base64url');
@@ -57,16 +65,16 @@ async function main(servers: ChildServer<unknown>[], dataDir: string) {
   const bareCheck = await call(`${bare.info.url}/`);
   if (bareCheck.body !== '{"ok":true}') throw new Error(`bare server answered ${bareCheck.status} ${bareCheck.body}`);
   // The OAuth client and the browser session, before any load: a failure here stops the bench early.
-  const oauthUser = await OAuthUser.register(url, { email, password });
-  await oauthUser.authorize();
+  const oauthUser = runs('oauth') ? await OAuthUser.register(url, { email, password }) : undefined;
+  await oauthUser?.authorize();
 
-  const first = await loginAndLatency(auth, apiKey, meHeaders);
-  const third = await meThroughput(auth, bare, meHeaders);
-  const fourth = await oauthThroughput(auth, bare, oauthUser);
+  const first = runs('login') ? await loginAndLatency(auth, apiKey, meHeaders) : undefined;
+  const third = runs('me') ? await meThroughput(auth, bare, meHeaders) : undefined;
+  const fourth = oauthUser ? await oauthThroughput(auth, bare, oauthUser) : undefined;
   return {
-    rows: [...first.rows, third.row, ...fourth.rows],
-    details: [...first.details, ...third.details, ...fourth.details],
-    raw: { ...first.raw, ...third.raw, ...fourth.raw },
+    rows: [...(first?.rows ?? []), ...(third ? [third.row] : []), ...(fourth?.rows ?? [])],
+    details: [...(first?.details ?? []), ...(third?.details ?? []), ...(fourth?.details ?? [])],
+    raw: { ...first?.raw, ...third?.raw, ...fourth?.raw },
   };
 }
 
@@ -88,10 +96,14 @@ try {
   process.stdout.write(`\n${textTable(rows)}\n\n${details.map((d) => `- ${d}`).join('\n')}\n`);
   const date = `${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC`;
   const machine = `${CORES} cores (${cpus()[0]?.model ?? 'unknown CPU'}), ${process.platform}`;
-  writeFileSync(DOC, markdown({ date, node: process.version, machine, cores: CORES, seconds, rows, details }));
   mkdirSync(new URL('.', RAW), { recursive: true });
-  writeFileSync(RAW, `${JSON.stringify({ date, node: process.version, machine, seconds, ...raw }, null, 2)}\n`);
-  log(`wrote docs/BENCHMARKS.md in ${fmt(seconds)} s`);
+  writeFileSync(RAW, `${JSON.stringify({ date, node: process.version, machine, seconds, groups: chosen, ...raw }, null, 2)}\n`);
+  if (chosen.length === 0) {
+    writeFileSync(DOC, markdown({ date, node: process.version, machine, cores: CORES, seconds, rows, details }));
+    log(`wrote docs/BENCHMARKS.md in ${fmt(seconds)} s`);
+  } else {
+    log(`ran ${chosen.join(', ')} in ${fmt(seconds)} s; docs/BENCHMARKS.md left as it was (whole runs only)`);
+  }
 } catch (err) {
   process.stderr.write(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
   exitCode = 1;

@@ -62,7 +62,7 @@ ratio against a baseline measured in the same run, or a latency bound that must 
 - Each measurement also says who used the CPU meanwhile, in cores: the server, the bench process (autocannon), and the rest of
   the machine (other processes, and kernel time such as loopback networking). A large "rest" means the run was disturbed.
 - The bench account is created before the server listens, through the domain functions (register; the token from the
-  verification email's text in the outbox; verifyEmail). The bench then signs in over HTTP for its session token.
+  verification email's text in the outbox, opened with the service's key; verifyEmail). The bench then signs in over HTTP for its session token.
 - OAuth is on: a static client (\`OAUTH_CLIENT_ID\`, \`OAUTH_CLIENT_SECRET\`, \`OAUTH_CLIENT_REDIRECT_URIS=http://127.0.0.1/callback\`),
   \`OAUTH_PUBLIC_ENDPOINTS=true\` (no X-Api-Key on the OAuth paths), \`AUTH_BASE_URL\` = the server's own URL (the issuer), the
   refresh reuse grace window at its default, off. Before any load the bench registers a public client with
@@ -71,8 +71,11 @@ ratio against a baseline measured in the same run, or a latency bound that must 
   \`POST /oauth/token\`. Later authorizations reuse the browser session and the remembered consent, so \`/oauth/authorize\`
   answers with a code at once; each costs a few milliseconds, outside every measurement window.
 
-1. **Login throughput against its physical limit.** Baseline: one bcrypt cost-12 hash with the service's own \`hashPassword\`,
-   timed several times before and after the load, with the server idle; bound = cores / mean hash time. Load: \`POST /v1/login\`
+1. **Login throughput against its physical limit.** Baseline: one bcrypt cost-12 hash of a 44-byte input (the length of the
+   service's prehash) by each bcrypt implementation the bench can load (bench/lib/bcrypt-candidates.ts: \`bcrypt\` and
+   \`@node-rs/bcrypt\`, each in whatever version the project's node_modules or a directory of \`BENCH_BCRYPT_DIRS\` holds), timed
+   in turn several times before and after the load, with the server idle; bound = cores / the mean hash time of the fastest of
+   them, whichever one the service uses. Load: \`POST /v1/login\`
    (verified account, right password) on 4 × cores connections; the rate counts 2xx responses in a 15 s window that starts after
    2 s of warm-up. Target: at least 90 % of the bound.
 2. **\`GET /v1/me\` latency while logins saturate the CPU.** Right after window 1, the login load still running, \`GET /v1/me\` at
@@ -109,6 +112,9 @@ npm run bench
 
 It takes about ${Math.round(report.seconds / 10) * 10} s, prints the table above and rewrites this file. It exits 0 whether or not
 the targets are met (a missed one shows as FAIL); raw figures go to bench/results/last-run.json (not committed).
+\`npm run bench -- login\` (or \`me\`, \`oauth\`) runs only those benchmarks and leaves this file alone.
+\`BENCH_BCRYPT_DIRS=<dir>[:<dir>…]\` also times the bcrypt packages installed under each \`<dir>/node_modules\` (e.g. one where
+\`npm install @node-rs/bcrypt@2\` was run), so that benchmark 1's bound comes from the fastest of all of them.
 \`BENCH_CPU_PROF=<dir> npm run bench\` also writes a V8 CPU profile of each server process into \`<dir>\`;
 \`node bench/profile-top.ts <dir>/<file>.cpuprofile me|userinfo|refresh\` then lists the top costs during that benchmark's measured
 slices (their windows are in last-run.json). The profiles sample wall-clock time: on a busy machine, time the server spent

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { register, verifyEmail } from '../../src/auth/accounts.ts';
 import { loadAuthConfig } from '../../src/auth/config.ts';
 import { createAuthService } from '../../src/auth/service.ts';
+import { openBody } from '../../src/platform/mail.ts';
 import type { AuthInfo } from './auth-info.ts';
 import { announce, closeWhenTold } from './lifecycle.ts';
 
@@ -15,9 +16,9 @@ import { announce, closeWhenTold } from './lifecycle.ts';
  * log transport; OAuth is on when the parent passes OAUTH_CLIENT_ID and the
  * rest). Before listening it creates one verified account through the
  * domain functions: register, then the token from the verification email's
- * text in the outbox, then verifyEmail. Listens on 127.0.0.1, a free port,
- * which is also the issuer (AUTH_BASE_URL: the OAuth pages redirect to it),
- * and prints {"url","apiKey","email","password"}.
+ * text in the outbox (opened with the service's key), then verifyEmail.
+ * Listens on 127.0.0.1, a free port, which is also the issuer (AUTH_BASE_URL:
+ * the OAuth pages redirect to it), and prints {"url","apiKey","email","password"}.
  */
 async function freePort(): Promise<number> {
   const probe = createServer();
@@ -45,12 +46,13 @@ const password = 'bench password 0123456789';
 await register(deps, { email, password, ip: '127.0.0.1' });
 const mail = await deps.db
   .selectFrom('outbox')
-  .select('text_body')
+  .select(['id', 'text_body'])
   .where('recipient', '=', email)
   .where('kind', '=', 'verify_email')
   .executeTakeFirstOrThrow();
-const token = /[?&]token=([^\s&]+)/.exec(mail.text_body)?.[1];
-if (!token) throw new Error(`no verification link in: ${mail.text_body}`);
+const text = openBody(config.encryptionKey, mail.id, 'text', mail.text_body);
+const token = /[?&]token=([^\s&]+)/.exec(text)?.[1];
+if (!token) throw new Error(`no verification link in: ${text}`);
 await verifyEmail(deps, decodeURIComponent(token));
 
 service.startWorkers();

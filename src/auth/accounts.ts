@@ -44,7 +44,7 @@ async function issueVerification(deps: AuthDeps, db: Kysely<AuthTables>, userId:
       used_at: null,
     })
     .execute();
-  await enqueueEmail(db, deps.clock, verificationEmail(deps.config, email, token));
+  await enqueueEmail(db, deps.outbox, verificationEmail(deps.config, email, token));
 }
 
 /**

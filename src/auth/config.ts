@@ -15,6 +15,8 @@ export interface AuthConfig {
   apiKey: string;
   /** True when the API key was generated into DATA_DIR (development). */
   apiKeyGenerated: boolean;
+  /** AES-256-GCM key sealing email bodies in the outbox (AUTH_ENCRYPTION_KEY; generated into DATA_DIR in development). */
+  encryptionKey: Buffer;
   /** Template with `{token}`; undefined: the service's own /verify page. */
   verifyUrl: string | undefined;
   /** Template with `{token}`; undefined: the service's own /reset-password page. */
@@ -82,6 +84,13 @@ export function loadAuthConfig(env: Record<string, string | undefined> = process
     apiKey = r.require('AUTH_API_KEY', `${why} (every request but /healthz must carry it as X-Api-Key)`);
     if (apiKey && apiKey.length < 32) r.problems.push('AUTH_API_KEY must be at least 32 characters');
   }
+  const encryptionKeyText = production
+    ? r.require('AUTH_ENCRYPTION_KEY', `${why} (it seals email bodies in the outbox, which hold live verification links)`)
+    : r.string('AUTH_ENCRYPTION_KEY');
+  const encryptionKey = encryptionKeyText ? parseKey(encryptionKeyText) : undefined;
+  if (encryptionKeyText && !encryptionKey) {
+    r.problems.push('AUTH_ENCRYPTION_KEY must be 32 bytes written as 64 hex digits or 43 base64url characters (e.g. `openssl rand -hex 32`)');
+  }
   const smtpHost = r.string('SMTP_HOST');
   if (production && !smtpHost) r.problems.push(`SMTP_HOST is required ${why} (without it emails are only printed to the log)`);
   const baseUrl = production ? r.url('AUTH_BASE_URL') : r.url('AUTH_BASE_URL', `http://localhost:${port}`);
@@ -104,6 +113,7 @@ export function loadAuthConfig(env: Record<string, string | undefined> = process
     redisUrl: r.string('REDIS_URL'),
     apiKey: apiKey ?? '',
     apiKeyGenerated,
+    encryptionKey: encryptionKey ?? Buffer.alloc(0),
     verifyUrl,
     resetUrl,
     bcryptCost,
@@ -150,7 +160,15 @@ export function loadAuthConfig(env: Record<string, string | undefined> = process
   };
   r.throwIfProblems();
   if (config.apiKeyGenerated) config.apiKey = devSecret(dataDir, 'AUTH_API_KEY');
+  if (!encryptionKeyText) config.encryptionKey = parseKey(devSecret(dataDir, 'AUTH_ENCRYPTION_KEY'))!;
   return config;
+}
+
+/** A 32-byte key from 64 hex digits or 43 base64url characters (padding allowed); undefined otherwise. */
+function parseKey(text: string): Buffer | undefined {
+  if (/^[0-9a-fA-F]{64}$/.test(text)) return Buffer.from(text, 'hex');
+  if (/^[A-Za-z0-9_-]{43}=?$/.test(text)) return Buffer.from(text, 'base64url');
+  return undefined;
 }
 
 function loadOAuthConfig(r: EnvReader, production: boolean): OAuthConfig | undefined {

@@ -146,6 +146,22 @@ export const authMigrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0005_login_failures_and_mail': {
+    async up(db) {
+      // Failed sign-ins per email address, whether or not an account has it (login-failures.ts).
+      await db.schema
+        .createTable('login_failures')
+        .addColumn('address_hash', 'text', (c) => c.primaryKey())
+        .addColumn('failures', 'integer', (c) => c.notNull())
+        .addColumn('locked_until', 'bigint')
+        .addColumn('updated_at', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('login_failures_updated').on('login_failures').column('updated_at').execute();
+      // Failed emails are never sent again, and from now on keep no body; those written before did
+      // (in plaintext, with their links). Pending ones are sent, or fail, as before.
+      await db.updateTable('outbox').set({ text_body: '', html_body: null }).where('status', '=', 'failed').execute();
+    },
+  },
   '0006_password_reset': {
     async up(db) {
       await db.schema

@@ -4,7 +4,7 @@ import { enqueueEmail } from '../platform/mail.ts';
 import { requirePassword } from './accounts.ts';
 import type { AuthDeps } from './deps.ts';
 import { passwordChangedEmail } from './emails.ts';
-import { recordPasswordFailure } from './lockout.ts';
+import { addressKey, clearAddressFailures, recordFailure } from './login-failures.ts';
 import { deleteUnusedResetTokens } from './password-reset.ts';
 import { hashPassword, PASSWORD_MAX, passwordLength, verifyPassword } from './passwords.ts';
 import { toUser, type User } from './schema.ts';
@@ -43,7 +43,7 @@ export async function changePassword(deps: AuthDeps, input: ChangePasswordInput)
   // An over-long password can match nothing; refuse it before spending bcrypt time on it.
   const currentOk = passwordLength(input.currentPassword) <= PASSWORD_MAX && (await verifyPassword(input.currentPassword, user.password_hash));
   if (!currentOk) {
-    await recordPasswordFailure(deps, user.id, checkedAt);
+    await recordFailure(deps, addressKey(user.email), user.id, checkedAt);
     throw wrongPassword();
   }
 
@@ -55,9 +55,10 @@ export async function changePassword(deps: AuthDeps, input: ChangePasswordInput)
       .set({ password_hash: passwordHash, failed_logins: 0, locked_until: null, updated_at: now })
       .where('id', '=', user.id)
       .execute();
+    await clearAddressFailures(trx, addressKey(user.email));
     await revokeUserSessions(trx, user.id, now, sha256(input.sessionToken));
     await deleteUnusedResetTokens(trx, user.id);
-    await enqueueEmail(trx, deps.clock, passwordChangedEmail(user.email, now, 'change'));
+    await enqueueEmail(trx, deps.outbox, passwordChangedEmail(user.email, now, 'change'));
   });
   deps.mailQueued();
   deps.log.info({ userId: user.id }, 'password changed');

@@ -7,6 +7,7 @@ import { revokeAccountGrants } from './account-grants.ts';
 import { requireEmail, requirePassword } from './accounts.ts';
 import type { AuthDeps } from './deps.ts';
 import { passwordChangedEmail, passwordResetEmail } from './emails.ts';
+import { addressKey, clearAddressFailures } from './login-failures.ts';
 import { hashPassword } from './passwords.ts';
 import { type AuthTables, toUser, type User } from './schema.ts';
 import { revokeUserSessions } from './sessions.ts';
@@ -63,7 +64,7 @@ async function issueReset(deps: AuthDeps, email: string): Promise<void> {
         used_at: null,
       })
       .execute();
-    await enqueueEmail(trx, deps.clock, passwordResetEmail(deps.config, email, token));
+    await enqueueEmail(trx, deps.outbox, passwordResetEmail(deps.config, email, token));
     return true;
   });
   if (queued) deps.mailQueued();
@@ -122,9 +123,10 @@ export async function resetPassword(deps: AuthDeps, input: { token: string; pass
       .returning(['id', 'email', 'email_verified_at', 'created_at'])
       .executeTakeFirstOrThrow();
     await deleteUnusedResetTokens(trx, row.user_id);
+    await clearAddressFailures(trx, addressKey(updated.email));
     await revokeUserSessions(trx, row.user_id, now);
     if (before.email_verified_at === null) await revokeAccountGrants(trx, row.user_id, now);
-    await enqueueEmail(trx, deps.clock, passwordChangedEmail(updated.email, now, 'reset'));
+    await enqueueEmail(trx, deps.outbox, passwordChangedEmail(updated.email, now, 'reset'));
     return { user: toUser(updated), wasVerified: before.email_verified_at !== null };
   });
   deps.mailQueued();

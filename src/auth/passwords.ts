@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { availableParallelism } from 'node:os';
-import { hash, verify } from '@node-rs/bcrypt';
+import { compare, genSaltSync, hash } from 'bcrypt';
 
 /**
  * Passwords are stored as bcrypt(prehash(password)). bcrypt reads only the
@@ -11,13 +11,26 @@ import { hash, verify } from '@node-rs/bcrypt';
  * secret: the hash's strength is bcrypt's. Passwords are NFC-normalised first,
  * so the same password typed on two keyboards matches.
  *
- * @node-rs/bcrypt runs on the libuv thread pool, off the event loop. That
- * pool (4 threads) also serves DNS lookups and file I/O, so at most one hash
+ * The `bcrypt` package (6.x, the OpenBSD C code with its binaries prebuilt
+ * inside the npm package) was measured the fastest implementation that
+ * `npm ci` installs here (bench/lib/bcrypt-candidates.ts times each one it
+ * can load). Its hash and compare run as N-API async work, that is on the
+ * libuv thread pool, off the event loop. That pool (4 threads by default)
+ * also serves file I/O and getaddrinfo (SMTP connects), so at most one hash
  * per core runs at once: a burst of logins then queues here instead of
- * stalling a database or SMTP connect behind it, and throughput is the same
- * (the cores are the limit either way).
+ * stalling file or DNS work behind it, and throughput is the same (the cores
+ * are the limit either way).
+ *
+ * Stored hashes written before by @node-rs/bcrypt carry the "$2y$" label,
+ * which the `bcrypt` package refuses. "$2y$" (crypt_blowfish's label) and
+ * "$2b$" (OpenBSD's) name the same corrected algorithm and give the same hash
+ * for the same salt and input, so a "$2y$" hash is verified as "$2b$"
+ * (test/auth/password-hashes.test.ts checks one made by @node-rs/bcrypt).
  */
 const PREHASH_KEY = 'accounts/password-prehash/v1';
+
+/** The npm package that computes the hashes (the login benchmark names it beside the others it can load). */
+export const BCRYPT_PACKAGE = 'bcrypt';
 
 export const PASSWORD_MIN = 12;
 export const PASSWORD_MAX = 256;
@@ -42,15 +55,19 @@ function prehash(password: string): string {
   return createHmac('sha256', PREHASH_KEY).update(password.normalize('NFC'), 'utf8').digest('base64');
 }
 
+/** "$2y$" and "$2b$" are the same algorithm (see above); the package knows only the OpenBSD label. */
+const asOpenBsdLabel = (stored: string) => (stored.startsWith('$2y$') ? `$2b$${stored.slice(4)}` : stored);
+
 export function hashPassword(password: string, cost: number): Promise<string> {
   const input = prehash(password);
-  return limited(() => hash(input, cost));
+  // The salt is made here (crypto.randomBytes) rather than by bcrypt.hash(input, cost), which would take a second trip through the pool for it.
+  return limited(() => hash(input, genSaltSync(cost)));
 }
 
 export async function verifyPassword(password: string, stored: string): Promise<boolean> {
   try {
     const input = prehash(password);
-    return await limited(() => verify(input, stored));
+    return await limited(() => compare(input, asOpenBsdLabel(stored)));
   } catch {
     return false;
   }

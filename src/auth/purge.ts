@@ -7,6 +7,8 @@ const DAY = 86_400_000;
 /** Sent emails are kept a week for support questions; failed ones a month, for a human to look at. */
 const SENT_MAIL_RETENTION = 7 * DAY;
 const FAILED_MAIL_RETENTION = 30 * DAY;
+/** Failed sign-ins of an address stop counting a month after the last one (no lock in force). */
+const LOGIN_FAILURE_RETENTION = 30 * DAY;
 /** A revoked personal access token stays a while, so that revoking it again is still a 204. */
 const REVOKED_PAT_RETENTION = 30 * DAY;
 
@@ -24,7 +26,8 @@ type PurgeTable =
   | 'oauth_access_tokens'
   | 'oauth_refresh_tokens'
   | 'oauth_families'
-  | 'oauth_clients';
+  | 'oauth_clients'
+  | 'login_failures';
 
 /**
  * What the purge removes: rows of each table matching its condition, by key.
@@ -34,7 +37,7 @@ type PurgeTable =
  */
 interface PurgeTarget {
   table: PurgeTable;
-  key?: 'client_id';
+  key?: 'client_id' | 'address_hash';
   condition: Condition;
 }
 
@@ -69,6 +72,12 @@ export const PURGE_TARGETS: PurgeTarget[] = [
   { table: 'oauth_access_tokens', condition: (eb, now) => eb('expires_at', '<', now) },
   { table: 'oauth_refresh_tokens', condition: (eb, now) => eb('expires_at', '<', now) },
   { table: 'oauth_families', condition: (eb, now) => eb('expires_at', '<', now) },
+  {
+    table: 'login_failures',
+    key: 'address_hash',
+    condition: (eb, now) =>
+      eb.and([eb('updated_at', '<', now - LOGIN_FAILURE_RETENTION), eb.or([eb('locked_until', 'is', null), eb('locked_until', '<', now)])]),
+  },
   {
     table: 'oauth_clients',
     key: 'client_id',

@@ -13,6 +13,8 @@ export interface AuthTables {
     created_at: number;
     updated_at: number;
   };
+  /** Failed sign-ins per address, with or without an account (login-failures.ts). */
+  login_failures: { address_hash: string; failures: number; locked_until: number | null; updated_at: number };
   sessions: {
     id: string;
     user_id: string;

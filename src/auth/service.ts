@@ -64,6 +64,7 @@ export async function createAuthService(config: AuthConfig, overrides: AuthServi
     db,
     dialect,
     clock,
+    key: config.encryptionKey,
     transport,
     log,
     metrics,
@@ -71,7 +72,20 @@ export async function createAuthService(config: AuthConfig, overrides: AuthServi
   });
 
   const background = backgroundWork(log);
-  const deps: AuthDeps = { db, dialect, clock, config, log, metrics, limiters, redis, mailQueued: () => mailWorker.wake(), background };
+  const outbox = { clock, key: config.encryptionKey };
+  const deps: AuthDeps = {
+    db,
+    dialect,
+    clock,
+    config,
+    log,
+    metrics,
+    limiters,
+    redis,
+    outbox,
+    mailQueued: () => mailWorker.wake(),
+    background,
+  };
   const purgeJob = periodicJob({
     name: 'auth:purge',
     intervalMs: config.purgeIntervalMs,

@@ -1,3 +1,5 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { type Compilable, CompiledQuery, Kysely, Migrator, PostgresAdapter, PostgresDialect, sql, type Migration } from 'kysely';
 import pg from 'pg';
 import { nodeSqliteDialect, SqliteReader } from './sqlite-dialect.ts';
@@ -10,7 +12,9 @@ export interface Database<DB> {
 }
 
 /**
- * PostgreSQL when `url` is set, otherwise SQLite at `sqlitePath`.
+ * PostgreSQL when `url` is set, otherwise SQLite at `sqlitePath`, whose
+ * directory is created if missing (SQLite creates the file, not its
+ * directory; DATA_DIR need not exist on a first start).
  * Timestamps are stored as epoch milliseconds (bigint), so int8 is parsed to a
  * JavaScript number (safe until the year 287396).
  */
@@ -26,8 +30,10 @@ export function openDatabase<DB>(options: { url?: string | undefined; sqlitePath
     });
     return { db: new Kysely<DB>({ dialect: new PostgresDialect({ pool }) }), dialect: 'postgres' };
   }
+  const onDisk = options.sqlitePath !== ':memory:' && options.sqlitePath !== '';
+  if (onDisk) mkdirSync(dirname(options.sqlitePath), { recursive: true });
   const db = new Kysely<DB>({ dialect: nodeSqliteDialect(options.sqlitePath) });
-  if (options.sqlitePath !== ':memory:' && options.sqlitePath !== '') readers.set(db, new SqliteReader(options.sqlitePath));
+  if (onDisk) readers.set(db, new SqliteReader(options.sqlitePath));
   return { db, dialect: 'sqlite' };
 }
 

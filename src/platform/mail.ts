@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { Migration } from 'kysely';
-import type { AnyDb, DialectName } from './db.ts';
 import type { Logger } from 'pino';
 import type { Clock } from './clock.ts';
+import { decrypt, encrypt } from './crypto.ts';
+import type { AnyDb, DialectName } from './db.ts';
 import type { MailTransport } from './mail-transport.ts';
-
 import type { Metrics } from './metrics.ts';
 
 /**
@@ -58,10 +58,40 @@ export interface Email {
   html?: string;
 }
 
-/** Queues an email; call it with the use case's transaction. */
-export async function enqueueEmail(db: AnyDb, clock: Clock, email: Email): Promise<string> {
+/**
+ * What writing to the outbox needs: the clock, and the AES-256-GCM key that
+ * seals email bodies at rest. A body can hold a live bearer secret (a
+ * verification link) for as long as the email waits, so a database dump or
+ * backup alone must not yield it; the service hands its own key in (the
+ * platform knows no service's settings).
+ */
+export interface OutboxContext {
+  clock: Clock;
+  key: Buffer;
+}
+
+/**
+ * A sealed body: this marker, then base64url(iv | tag | ciphertext). The
+ * associated data binds it to its row and field, so a body moved to another
+ * row, or from text to html, no longer opens. Bodies without the marker were
+ * written in plaintext before sealing existed (the worker still sends them).
+ */
+const SEALED = 'aes256gcm:';
+const aad = (id: string, field: 'text' | 'html') => `outbox:${id}:${field}`;
+
+export function sealBody(key: Buffer, id: string, field: 'text' | 'html', body: string): string {
+  return SEALED + encrypt(key, body, aad(id, field));
+}
+
+/** Inverse of {@link sealBody}; throws when the key, row or field does not match. */
+export function openBody(key: Buffer, id: string, field: 'text' | 'html', stored: string): string {
+  return stored.startsWith(SEALED) ? decrypt(key, stored.slice(SEALED.length), aad(id, field)) : stored;
+}
+
+/** Queues an email, its bodies sealed; call it with the use case's transaction. */
+export async function enqueueEmail(db: AnyDb, outbox: OutboxContext, email: Email): Promise<string> {
   const id = randomUUID();
-  const now = clock.now();
+  const now = outbox.clock.now();
   await db
     .insertInto('outbox')
     .values({
@@ -69,8 +99,8 @@ export async function enqueueEmail(db: AnyDb, clock: Clock, email: Email): Promi
       kind: email.kind,
       recipient: email.to,
       subject: email.subject,
-      text_body: email.text,
-      html_body: email.html ?? null,
+      text_body: sealBody(outbox.key, id, 'text', email.text),
+      html_body: email.html === undefined ? null : sealBody(outbox.key, id, 'html', email.html),
       status: 'pending',
       attempts: 0,
       next_attempt_at: now,
@@ -84,6 +114,8 @@ export interface OutboxWorkerOptions {
   db: AnyDb;
   dialect: DialectName;
   clock: Clock;
+  /** Opens the bodies {@link enqueueEmail} sealed. */
+  key: Buffer;
   transport: MailTransport;
   from: string;
   log: Logger;
@@ -142,14 +174,36 @@ export function outboxWorker(options: OutboxWorkerOptions): OutboxWorker {
       .execute() as Promise<OutboxTable[]>;
   }
 
+  /**
+   * A body that does not open (another AUTH_ENCRYPTION_KEY, or a body moved
+   * from another row) never will: the row fails at once, its bodies wiped.
+   */
+  async function unreadable(row: OutboxTable): Promise<void> {
+    await db
+      .updateTable('outbox')
+      .set({ status: 'failed', attempts: row.attempts + 1, lease_until: null, last_error: 'the body does not decrypt with this key', text_body: '', html_body: null })
+      .where('id', '=', row.id)
+      .execute();
+    metrics.mailFailed.inc();
+    log.error({ outboxId: row.id, kind: row.kind }, 'email body does not decrypt (was the encryption key changed?); not sent');
+  }
+
   async function deliver(row: OutboxTable): Promise<void> {
+    let text: string;
+    let html: string | undefined;
+    try {
+      text = openBody(options.key, row.id, 'text', row.text_body);
+      html = row.html_body ? openBody(options.key, row.id, 'html', row.html_body) : undefined;
+    } catch {
+      return unreadable(row);
+    }
     try {
       await options.transport.send({
         from: options.from,
         to: row.recipient,
         subject: row.subject,
-        text: row.text_body,
-        ...(row.html_body ? { html: row.html_body } : {}),
+        text,
+        ...(html ? { html } : {}),
       });
       await db
         .updateTable('outbox')
@@ -178,6 +232,8 @@ export function outboxWorker(options: OutboxWorkerOptions): OutboxWorker {
           lease_until: null,
           status: failed ? 'failed' : 'pending',
           next_attempt_at: clock.now() + backoffDelay(attempts, options.backoffBaseMs, options.backoffCapMs),
+          // A failed row is never sent again: like a sent one it keeps only the envelope and the error.
+          ...(failed ? { text_body: '', html_body: null } : {}),
         })
         .where('id', '=', row.id)
         .execute();

@@ -6,6 +6,7 @@ import { ConfigError } from '../../src/platform/config.ts';
 const PRODUCTION = {
   NODE_ENV: 'production',
   AUTH_API_KEY: 'k'.repeat(32),
+  AUTH_ENCRYPTION_KEY: 'e'.repeat(64),
   SMTP_HOST: 'smtp.example.com',
   AUTH_BASE_URL: 'https://accounts.example.com',
   DATA_DIR: '/nonexistent-never-written',
@@ -42,7 +43,7 @@ describe('OAuth settings', () => {
       problems({ ...PRODUCTION, ...CLIENT, OAUTH_CLIENT_METADATA_ALLOW_INSECURE: 'true' }).join('\n'),
       /OAUTH_CLIENT_METADATA_ALLOW_INSECURE .* refused when NODE_ENV=production/,
     );
-    const dev = loadAuthConfig({ ...CLIENT, AUTH_API_KEY: 'k'.repeat(32), OAUTH_CLIENT_METADATA_ALLOW_INSECURE: 'true' });
+    const dev = loadAuthConfig({ ...CLIENT, AUTH_API_KEY: 'k'.repeat(32), AUTH_ENCRYPTION_KEY: 'e'.repeat(64), OAUTH_CLIENT_METADATA_ALLOW_INSECURE: 'true' });
     assert.equal(dev.oauth?.allowInsecureMetadata, true);
     assert.equal(dev.oauth?.secureCookies, false);
   });

@@ -10,11 +10,13 @@ import { ConfigError } from '../../src/platform/config.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const GOOD_KEY = 'k'.repeat(32);
+const ENCRYPTION_KEY_HEX = '0123456789abcdef'.repeat(4);
 
 /** A complete production environment; tests remove or spoil one setting at a time. */
 const PRODUCTION = {
   NODE_ENV: 'production',
   AUTH_API_KEY: GOOD_KEY,
+  AUTH_ENCRYPTION_KEY: ENCRYPTION_KEY_HEX,
   SMTP_HOST: 'smtp.example.com',
   AUTH_BASE_URL: 'https://accounts.example.com',
 };
@@ -38,8 +40,8 @@ describe('loadAuthConfig in production', () => {
 
   test('with nothing set it names every missing setting at once', () => {
     const err = configError({ NODE_ENV: 'production', DATA_DIR: dir });
-    for (const name of ['AUTH_API_KEY', 'SMTP_HOST', 'AUTH_BASE_URL']) assert.match(err.message, new RegExp(name));
-    assert.equal(err.problems.length, 3, err.message);
+    for (const name of ['AUTH_API_KEY', 'AUTH_ENCRYPTION_KEY', 'SMTP_HOST', 'AUTH_BASE_URL']) assert.match(err.message, new RegExp(name));
+    assert.equal(err.problems.length, 4, err.message);
     assert.ok(!existsSync(join(dir, 'dev-secrets.json')), 'production never generates a key');
   });
 
@@ -58,6 +60,19 @@ describe('loadAuthConfig in production', () => {
   test('an AUTH_API_KEY shorter than 32 characters is refused', () => {
     const err = configError({ ...PRODUCTION, AUTH_API_KEY: 'k'.repeat(31) });
     assert.deepEqual(err.problems, ['AUTH_API_KEY must be at least 32 characters']);
+  });
+
+  test('AUTH_ENCRYPTION_KEY is required, and must be 32 bytes in hex or base64url', () => {
+    const { AUTH_ENCRYPTION_KEY: _, ...withoutKey } = PRODUCTION;
+    assert.deepEqual(configError(withoutKey).problems, [
+      'AUTH_ENCRYPTION_KEY is required when NODE_ENV=production (it seals email bodies in the outbox, which hold live verification links)',
+    ]);
+    for (const bad of ['0123456789abcdef'.repeat(3), 'not a key', 'A'.repeat(44)]) {
+      assert.match(configError({ ...PRODUCTION, AUTH_ENCRYPTION_KEY: bad }).message, /AUTH_ENCRYPTION_KEY must be 32 bytes written as 64 hex digits or 43 base64url/);
+    }
+    assert.deepEqual(loadAuthConfig(PRODUCTION).encryptionKey, Buffer.from(ENCRYPTION_KEY_HEX, 'hex'));
+    const b64 = Buffer.alloc(32, 7).toString('base64url');
+    assert.deepEqual(loadAuthConfig({ ...PRODUCTION, AUTH_ENCRYPTION_KEY: b64 }).encryptionKey, Buffer.alloc(32, 7));
   });
 
   test('a bcrypt cost below 12 is refused', () => {
@@ -121,10 +136,19 @@ describe('loadAuthConfig in development', () => {
 
   test('an AUTH_API_KEY that is set is used and nothing is written', () => {
     const dataDir = join(dir, 'explicit');
-    const config = loadAuthConfig({ DATA_DIR: dataDir, AUTH_API_KEY: 'short-is-fine-in-development' });
+    const config = loadAuthConfig({ DATA_DIR: dataDir, AUTH_API_KEY: 'short-is-fine-in-development', AUTH_ENCRYPTION_KEY: ENCRYPTION_KEY_HEX });
     assert.equal(config.apiKey, 'short-is-fine-in-development');
     assert.equal(config.apiKeyGenerated, false);
     assert.ok(!existsSync(join(dataDir, 'dev-secrets.json')));
+  });
+
+  test('generates the email encryption key once into DATA_DIR/dev-secrets.json and keeps it across loads', () => {
+    const dataDir = join(dir, 'encryption');
+    const first = loadAuthConfig({ DATA_DIR: dataDir, AUTH_API_KEY: 'short-is-fine-in-development' });
+    assert.equal(first.encryptionKey.length, 32);
+    const saved = JSON.parse(readFileSync(join(dataDir, 'dev-secrets.json'), 'utf8'))['AUTH_ENCRYPTION_KEY'];
+    assert.deepEqual(Buffer.from(saved, 'base64url'), first.encryptionKey);
+    assert.deepEqual(loadAuthConfig({ DATA_DIR: dataDir }).encryptionKey, first.encryptionKey, 'a restart keeps the key');
   });
 
   test('defaults suit a laptop: loopback, SQLite under DATA_DIR, the base URL on the port', () => {
@@ -152,7 +176,7 @@ describe('the entry points refuse a bad configuration', () => {
         });
         assert.equal(code, 78, `exit code; stderr: ${stderr}`);
         assert.match(stderr, /^invalid configuration:\n/);
-        for (const name of ['AUTH_API_KEY', 'SMTP_HOST', 'AUTH_BASE_URL']) assert.match(stderr, new RegExp(name));
+        for (const name of ['AUTH_API_KEY', 'AUTH_ENCRYPTION_KEY', 'SMTP_HOST', 'AUTH_BASE_URL']) assert.match(stderr, new RegExp(name));
         assert.doesNotMatch(stderr, /\n\s+at /, 'no stack trace');
         assert.doesNotMatch(stderr, /ConfigError|node:internal/);
         assert.equal(stdout, '');

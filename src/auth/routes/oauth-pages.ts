@@ -92,7 +92,8 @@ export async function oauthPages(app: App, deps: OAuthDeps): Promise<void> {
       const password = param(request.body, 'password') ?? '';
       let result: Awaited<ReturnType<typeof login>>;
       try {
-        result = await login(deps, { email, password, ip: request.ip, userAgent: request.headers['user-agent'] });
+        // The page's own lockout: the same answer for every address, known or not (login.ts).
+        result = await login(deps, { email, password, ip: request.ip, userAgent: request.headers['user-agent'] }, { surface: 'page' });
       } catch (err) {
         if (!(err instanceof HttpProblem) || err.status >= 500) throw err;
         reply.headers(err.headers);
