@@ -6,6 +6,7 @@ import Fastify, { LogController, type FastifyError, type FastifyInstance, type F
 import type { Logger } from 'pino';
 import { Type } from 'typebox';
 import { HttpProblem } from './errors.ts';
+import { MAX_FORM_FIELDS } from './form.ts';
 import type { Metrics } from './metrics.ts';
 
 export type App = FastifyInstance<
@@ -43,6 +44,11 @@ const FRAMEWORK_ERRORS: Record<string, { status: number; code: string; detail: s
     status: 415,
     code: 'unsupported_media_type',
     detail: 'The Content-Type of the request is not supported; send application/json.',
+  },
+  ERR_FORM_TOO_MANY_FIELDS: {
+    status: 400,
+    code: 'too_many_fields',
+    detail: `The form has more than ${MAX_FORM_FIELDS} fields.`,
   },
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: {
     status: 400,
