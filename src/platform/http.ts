@@ -8,6 +8,7 @@ import { Type } from 'typebox';
 import { HttpProblem } from './errors.ts';
 import { MAX_FORM_FIELDS } from './form.ts';
 import type { Metrics } from './metrics.ts';
+import { fastifyTrustProxy, type TrustProxy } from './trust-proxy.ts';
 
 export type App = FastifyInstance<
   import('node:http').Server,
@@ -61,7 +62,8 @@ export interface AppOptions {
   logger: Logger;
   metrics: Metrics;
   bodyLimit: number;
-  trustProxy: boolean;
+  /** Whose X-Forwarded-For to believe (proxy-addr semantics: the rightmost untrusted hop is the client). */
+  trustProxy: TrustProxy;
   title: string;
   version: string;
 }
@@ -77,7 +79,7 @@ export async function createHttpApp(options: AppOptions): Promise<App> {
     // Per-request access lines cost more than a fast route itself; metrics count requests instead.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: options.bodyLimit,
-    trustProxy: options.trustProxy,
+    trustProxy: fastifyTrustProxy(options.trustProxy),
     requestIdHeader: 'x-request-id',
     genReqId: () => randomUUID(),
     ajv: { customOptions: { coerceTypes: false, allErrors: false } },
