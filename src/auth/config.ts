@@ -169,7 +169,7 @@ function loadOAuthConfig(r: EnvReader, production: boolean): OAuthConfig | undef
     publicEndpoints: r.bool('OAUTH_PUBLIC_ENDPOINTS'),
     refreshGraceMs: r.int('OAUTH_REFRESH_REUSE_GRACE_SECONDS', 0, 0, 300) * 1000,
     allowInsecureMetadata,
-    unusedClientTtlMs: r.int('OAUTH_UNUSED_CLIENT_TTL_DAYS', 30, 1, 3650) * DAY,
+    unusedClientTtlMs: r.int('OAUTH_UNUSED_CLIENT_TTL_DAYS', 7, 1, 3650) * DAY,
     codeTtlMs: 10 * 60_000,
     accessTtlMs: HOUR,
     refreshTtlMs: 30 * DAY,

@@ -146,4 +146,13 @@ export const authMigrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0008_client_grant_types': {
+    async up(db) {
+      // Clients registered before grant types were kept were told they have both, so they keep both.
+      await db.schema
+        .alterTable('oauth_clients')
+        .addColumn('grant_types', 'text', (c) => c.notNull().defaultTo('["authorization_code","refresh_token"]'))
+        .execute();
+    },
+  },
 };

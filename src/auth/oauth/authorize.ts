@@ -78,7 +78,7 @@ export async function checkAuthorizationRequest(deps: OAuthDeps, query: unknown)
   }
   if (!client) throw new AuthorizePageError('The application is not registered with this service.');
   if (!redirectUri) throw new AuthorizePageError('The request has no redirect_uri.');
-  if (!redirectUriMatches(client.redirectUris, redirectUri)) {
+  if (!redirectUriMatches(client.redirectUris, redirectUri, client.applicationType)) {
     throw new AuthorizePageError('The redirect_uri is not registered for this application.');
   }
 
