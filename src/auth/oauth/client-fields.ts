@@ -43,7 +43,7 @@ type Fail = (description: string) => OAuthError;
  */
 export function readClientFields(body: unknown, fail: Fail, failRedirect: Fail = fail): ClientFields {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw fail('The client metadata must be a JSON object.');
-  if (JSON.stringify(body).length > CLIENT_LIMITS.metadata) {
+  if (jsonLengthExceeds(body, CLIENT_LIMITS.metadata)) {
     throw fail(`The client metadata must be at most ${CLIENT_LIMITS.metadata} characters of JSON.`);
   }
   const doc = body as Record<string, unknown>;
@@ -88,4 +88,34 @@ export function readClientFields(body: unknown, fail: Fail, failRedirect: Fail =
     clientName: optionalString('client_name', CLIENT_LIMITS.clientName),
     clientUri,
   };
+}
+
+/**
+ * Is `value`'s compact JSON longer than `limit` characters? Walked with an
+ * explicit stack and stopped as soon as the limit is passed, so it costs at
+ * most O(limit) whatever the value: JSON.stringify recurses, and a deeply
+ * nested body (which JSON.parse accepts) would overflow the call stack.
+ * String lengths are counted before escaping, so this slightly undercounts.
+ */
+export function jsonLengthExceeds(value: unknown, limit: number): boolean {
+  let length = 0;
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (typeof v === 'string') length += v.length + 2;
+    else if (Array.isArray(v)) {
+      length += 2 + Math.max(0, v.length - 1);
+      if (length <= limit) for (const item of v) stack.push(item);
+    } else if (typeof v === 'object' && v !== null) {
+      const entries = Object.entries(v);
+      length += 2 + Math.max(0, entries.length - 1);
+      for (const [key, item] of entries) {
+        if (length > limit) break;
+        length += key.length + 3;
+        stack.push(item);
+      }
+    } else length += String(v).length;
+    if (length > limit) return true;
+  }
+  return false;
 }
