@@ -1,6 +1,7 @@
 import { join, resolve } from 'node:path';
 import { devSecret, EnvReader, type RateSetting } from '../platform/config.ts';
 import type { SmtpSettings } from '../platform/mail-transport.ts';
+import { parseTrustProxy, type TrustProxy } from '../platform/trust-proxy.ts';
 import { redirectUriProblem } from './oauth/redirect-uris.ts';
 
 export interface AuthConfig {
@@ -40,7 +41,8 @@ export interface AuthConfig {
   purgeIntervalMs: number;
   logLevel: string;
   bodyLimit: number;
-  trustProxy: boolean;
+  /** Proxies whose X-Forwarded-For is believed (addresses and CIDR ranges, or a hop count); false: none. */
+  trustProxy: TrustProxy;
   tokens: { maxPerUser: number; defaultTtlDays: number };
   /** Undefined when OAUTH_CLIENT_ID / OAUTH_CLIENT_SECRET are unset: every OAuth path is 404. */
   oauth: OAuthConfig | undefined;
@@ -101,6 +103,8 @@ export function loadAuthConfig(env: Record<string, string | undefined> = process
   if (resetUrl && !resetUrl.includes('{token}')) r.problems.push('AUTH_RESET_URL must contain {token}');
   const bcryptCost = r.int('AUTH_BCRYPT_COST', 12, 4, 16);
   if (production && bcryptCost < 12) r.problems.push(`AUTH_BCRYPT_COST must be at least 12 ${why}`);
+  const trustProxy = parseTrustProxy('AUTH_TRUST_PROXY', r.string('AUTH_TRUST_PROXY'));
+  if ('problem' in trustProxy) r.problems.push(trustProxy.problem);
 
   const config: AuthConfig = {
     production,
@@ -151,7 +155,7 @@ export function loadAuthConfig(env: Record<string, string | undefined> = process
     purgeIntervalMs: r.int('AUTH_PURGE_INTERVAL_MINUTES', 60, 1, 1440) * 60_000,
     logLevel: r.string('LOG_LEVEL') ?? 'info',
     bodyLimit: r.int('AUTH_BODY_LIMIT_BYTES', 64 * 1024, 1024, 10 * 1024 * 1024),
-    trustProxy: r.bool('AUTH_TRUST_PROXY'),
+    trustProxy: 'value' in trustProxy ? trustProxy.value : false,
     tokens: {
       maxPerUser: r.int('AUTH_TOKENS_MAX_PER_USER', 20, 1, 1000),
       defaultTtlDays: r.int('AUTH_TOKENS_DEFAULT_TTL_DAYS', 365, 1, 3650),
@@ -200,7 +204,7 @@ function loadOAuthConfig(r: EnvReader, production: boolean): OAuthConfig | undef
     publicEndpoints: r.bool('OAUTH_PUBLIC_ENDPOINTS'),
     refreshGraceMs: r.int('OAUTH_REFRESH_REUSE_GRACE_SECONDS', 0, 0, 300) * 1000,
     allowInsecureMetadata,
-    unusedClientTtlMs: r.int('OAUTH_UNUSED_CLIENT_TTL_DAYS', 30, 1, 3650) * DAY,
+    unusedClientTtlMs: r.int('OAUTH_UNUSED_CLIENT_TTL_DAYS', 7, 1, 3650) * DAY,
     codeTtlMs: 10 * 60_000,
     accessTtlMs: HOUR,
     refreshTtlMs: 30 * DAY,

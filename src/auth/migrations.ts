@@ -177,6 +177,15 @@ export const authMigrations: Record<string, Migration> = {
       await db.schema.createIndex('password_reset_tokens_expires').on('password_reset_tokens').column('expires_at').execute();
     },
   },
+  '0008_client_grant_types': {
+    async up(db) {
+      // Clients registered before grant types were kept were told they have both, so they keep both.
+      await db.schema
+        .alterTable('oauth_clients')
+        .addColumn('grant_types', 'text', (c) => c.notNull().defaultTo('["authorization_code","refresh_token"]'))
+        .execute();
+    },
+  },
   '0009_consent_redirect_uri': {
     async up(db) {
       // Consent is now remembered per redirect URI. Rows from before cannot be tied to one, so

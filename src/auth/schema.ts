@@ -63,6 +63,8 @@ export interface AuthTables {
     scope: string | null;
     created_at: number;
     last_token_at: number | null;
+    /** JSON array: the grant types the client registered (RFC 7591 section 2). */
+    grant_types: string;
   };
   oauth_requests: { id: string; client_id: string; params: string; created_at: number; expires_at: number };
   oauth_families: {

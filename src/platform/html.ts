@@ -25,6 +25,19 @@ const STYLE = `
   .muted { color: color-mix(in srgb, CanvasText 72%, Canvas); font-size: 0.9rem; }
 `;
 
+const CSP_SOURCE = /^(?:[a-z][a-z0-9+.-]*:|(?:[a-z][a-z0-9+.-]*:\/\/)?(?:[a-z0-9-]+(?:\.[a-z0-9-]+)*|\[[0-9a-f:.]+\])(?::\d{1,5})?)$/i;
+
+/**
+ * Is this a CSP source expression we may put in a header (CSP3 section 2.3.1): a
+ * scheme-source (`com.example.app:`) or a host-source with optional scheme
+ * and port (`https://app.example:8443`, `http://[::1]:9000`). Anything else,
+ * above all `;` (ends the directive), `,` (starts another policy), quotes or
+ * whitespace, could rewrite the policy; sendPage drops such a source.
+ */
+export function isCspSource(source: string): boolean {
+  return CSP_SOURCE.test(source);
+}
+
 /**
  * A complete server-rendered page with headers that keep it out of frames,
  * caches and referrers. `body` must already be escaped.
@@ -38,7 +51,8 @@ export function sendPage(
 ): FastifyReply {
   // form-action also governs where a form's response may redirect, so pages whose
   // POST ends in a redirect to an application list that application's origin.
-  const formAction = ["'self'", ...(options.formAction ?? [])].join(' ');
+  // Defence in depth: redirect URIs are checked at registration, but a source that could rewrite the policy never reaches it.
+  const formAction = ["'self'", ...(options.formAction ?? []).filter(isCspSource)].join(' ');
   return reply
     .status(status)
     .type('text/html; charset=utf-8')

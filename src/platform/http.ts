@@ -6,7 +6,9 @@ import Fastify, { LogController, type FastifyError, type FastifyInstance, type F
 import type { Logger } from 'pino';
 import { Type } from 'typebox';
 import { HttpProblem } from './errors.ts';
+import { MAX_FORM_FIELDS } from './form.ts';
 import type { Metrics } from './metrics.ts';
+import { fastifyTrustProxy, type TrustProxy } from './trust-proxy.ts';
 
 export type App = FastifyInstance<
   import('node:http').Server,
@@ -44,6 +46,11 @@ const FRAMEWORK_ERRORS: Record<string, { status: number; code: string; detail: s
     code: 'unsupported_media_type',
     detail: 'The Content-Type of the request is not supported; send application/json.',
   },
+  ERR_FORM_TOO_MANY_FIELDS: {
+    status: 400,
+    code: 'too_many_fields',
+    detail: `The form has more than ${MAX_FORM_FIELDS} fields.`,
+  },
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: {
     status: 400,
     code: 'invalid_content_length',
@@ -55,7 +62,8 @@ export interface AppOptions {
   logger: Logger;
   metrics: Metrics;
   bodyLimit: number;
-  trustProxy: boolean;
+  /** Whose X-Forwarded-For to believe (proxy-addr semantics: the rightmost untrusted hop is the client). */
+  trustProxy: TrustProxy;
   title: string;
   version: string;
 }
@@ -71,7 +79,7 @@ export async function createHttpApp(options: AppOptions): Promise<App> {
     // Per-request access lines cost more than a fast route itself; metrics count requests instead.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: options.bodyLimit,
-    trustProxy: options.trustProxy,
+    trustProxy: fastifyTrustProxy(options.trustProxy),
     requestIdHeader: 'x-request-id',
     genReqId: () => randomUUID(),
     ajv: { customOptions: { coerceTypes: false, allErrors: false } },

@@ -181,6 +181,19 @@ for (const kind of DB_KINDS) {
       assert.equal(pathOf(other), '/oauth/consent', 'another redirect URI of the same client asks again');
     });
 
+    test('the pages answer framework refusals (too many form fields, a wrong content type) with a page, not JSON', async () => {
+      const fields = Array.from({ length: 101 }, (_, i) => `f${i}=x`).join('&');
+      for (const [path, body, type] of [
+        ['/oauth/login', fields, 'application/x-www-form-urlencoded'],
+        ['/oauth/consent', 'decision=approve', 'text/plain'],
+      ] as const) {
+        const r = await auth.request('POST', path, { rawBody: body, headers: { 'content-type': type }, key: false });
+        assert.ok(r.status === 400 || r.status === 415, `${path}: ${r.status}`);
+        assert.match(r.headers.get('content-type') ?? '', /^text\/html/, path);
+        assert.match(r.text, /This request cannot continue/);
+      }
+    });
+
     describe('signing out of the browser session', () => {
       test('GET /oauth/logout only asks; POST with the form signs out and revokes the session', async () => {
         const who = await consented(STATIC_CLIENT_ID, STATIC_REDIRECT);

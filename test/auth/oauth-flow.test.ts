@@ -80,7 +80,12 @@ for (const kind of DB_KINDS) {
         const registered = await oauth.processDynamicClientRegistrationResponse(
           await oauth.dynamicClientRegistrationRequest(
             as,
-            { redirect_uris: ['http://127.0.0.1:7777/cb'], client_name: 'Test Agent', token_endpoint_auth_method: 'client_secret_post' },
+            {
+              redirect_uris: ['http://127.0.0.1:7777/cb'],
+              client_name: 'Test Agent',
+              application_type: 'native',
+              token_endpoint_auth_method: 'client_secret_post',
+            },
             opts,
           ),
         );
@@ -89,7 +94,7 @@ for (const kind of DB_KINDS) {
         assert.equal(registered['client_secret'], undefined);
         const client: oauth.Client = { client_id: registered.client_id, token_endpoint_auth_method: 'none' };
 
-        // Loopback redirect: another port than registered is accepted (RFC 8252 section 7.3).
+        // Loopback redirect of a native client: another port than registered is accepted (RFC 8252 section 7.3).
         const tokens = await codeFlow(client, 'http://127.0.0.1:50123/cb');
         assert.match(tokens.access_token, /^oat_/);
         assert.match(tokens.refresh_token!, /^ort_/);
@@ -189,7 +194,15 @@ for (const kind of DB_KINDS) {
           server = createServer((req, res) => {
             if (req.url !== '/client.json') return res.writeHead(404).end();
             res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'max-age=60' });
-            res.end(JSON.stringify({ client_id: clientId, client_name: 'Metadata Agent', redirect_uris: ['http://127.0.0.1/cb'], token_endpoint_auth_method: 'none' }));
+            res.end(
+              JSON.stringify({
+                client_id: clientId,
+                client_name: 'Metadata Agent',
+                application_type: 'native',
+                redirect_uris: ['http://127.0.0.1/cb'],
+                token_endpoint_auth_method: 'none',
+              }),
+            );
           });
           await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
           clientId = `http://127.0.0.1:${(server.address() as AddressInfo).port}/client.json`;

@@ -129,7 +129,7 @@ for (const kind of DB_KINDS) {
         assert.ok((await auth.service.deps.db.selectFrom('oauth_families').select('revoked_at').execute()).every((f) => f.revoked_at !== null));
       }));
 
-    test('a registered client that never obtained a token goes after 30 days; one that did stays', () =>
+    test('a registered client that never obtained a token goes after 7 days (OAUTH_UNUSED_CLIENT_TTL_DAYS); one that did stays', () =>
       withOAuth(kind, async ({ auth, raw, user }) => {
         const unused = await raw.publicClient();
         const used = await raw.publicClient();
@@ -137,7 +137,7 @@ for (const kind of DB_KINDS) {
         await raw.tokens(user, { clientId: used, redirectUri: LOOPBACK_CB });
         await raw.code(user, { clientId: codeOnly, redirectUri: LOOPBACK_CB });
 
-        auth.clock.advance(29 * DAY);
+        auth.clock.advance(6 * DAY);
         assert.equal((await purge(auth)).oauth_clients, 3);
         auth.clock.advance(DAY + 1000);
         assert.equal((await purge(auth)).oauth_clients, 1);

@@ -3,7 +3,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { type AddressInfo, connect, createServer, type Socket } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
-import { createRateLimiter, type LimitResult } from '../../src/platform/limits.ts';
+import { bucketKey, createRateLimiter, type LimitResult } from '../../src/platform/limits.ts';
 import { PASSWORD, startTestAuth, type TestAuth, uniqueEmail } from '../helpers/auth.ts';
 import { DB_KINDS, REDIS_URL } from '../helpers/env.ts';
 
@@ -12,8 +12,8 @@ function refused(r: LimitResult): number {
   return (r as { retryAfterMs: number }).retryAfterMs;
 }
 
-/** A documentation-range IPv6 address no earlier run has used (the service's Redis keys are fixed). */
-const freshIp = () => `2001:db8::${randomBytes(8).toString('hex').match(/.{4}/g)!.join(':')}`;
+/** An address in a documentation-range IPv6 /64 no earlier run has used (the service's Redis keys are fixed; buckets are per /64). */
+const freshIp = () => `2001:db8:${randomBytes(6).toString('hex').match(/.{4}/g)!.join(':')}::1`;
 
 /** A Redis client that is connected before the test uses it. */
 async function connectedRedis(url: string): Promise<Redis> {
@@ -38,6 +38,23 @@ describe('createRateLimiter in memory', () => {
     const wait = refused(await limiter.consume('k'));
     await new Promise((r) => setTimeout(r, wait + 50));
     assert.equal((await limiter.consume('k')).allowed, true);
+  });
+
+  test('IPv6 addresses count per /64; an IPv4-mapped address counts as its IPv4 address', async () => {
+    const limiter = createRateLimiter(`test:${randomUUID()}`, { points: 2, durationSeconds: 60 });
+    assert.equal((await limiter.consume('2001:db8:5:6::1')).allowed, true);
+    assert.equal((await limiter.consume('2001:DB8:5:6:aaaa:bbbb:cccc:dddd')).allowed, true);
+    refused(await limiter.consume('2001:db8:5:6:0:0:0:2'));
+    assert.equal((await limiter.consume('2001:db8:5:7::1')).allowed, true, 'another /64 has its own count');
+    assert.equal((await limiter.consume('203.0.113.5')).allowed, true);
+    assert.equal((await limiter.consume('::ffff:203.0.113.5')).allowed, true);
+    refused(await limiter.consume('::ffff:cb00:7105'));
+    assert.equal((await limiter.consume('203.0.113.6')).allowed, true, 'IPv4 addresses are not grouped');
+
+    assert.equal(bucketKey('2001:db8::1'), '2001:db8:0:0::/64');
+    assert.equal(bucketKey('fe80::1%eth0'), 'fe80:0:0:0::/64');
+    assert.equal(bucketKey('2001:db8:a:b:c:d:1.2.3.4'), '2001:db8:a:b::/64');
+    assert.equal(bucketKey('user@example.com'), 'user@example.com', 'keys that are no address are unchanged');
   });
 
   test('two in-memory limiters of one name do not share a count (one process each)', async () => {

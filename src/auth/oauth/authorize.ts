@@ -125,7 +125,7 @@ export async function checkAuthorizationRequest(
   }
   if (!client) throw new AuthorizePageError('The application is not registered with this service.');
   if (!redirectUri) throw new AuthorizePageError('The request has no redirect_uri.');
-  if (!redirectUriMatches(client.redirectUris, redirectUri)) {
+  if (!redirectUriMatches(client.redirectUris, redirectUri, client.applicationType)) {
     throw new AuthorizePageError('The redirect_uri is not registered for this application.');
   }
 

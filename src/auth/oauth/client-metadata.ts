@@ -1,7 +1,7 @@
 import type { Clock } from '../../platform/clock.ts';
 import { fetchJsonDocument, type LookupFn, SafeFetchError } from '../../platform/safe-fetch.ts';
 import { invalidClient } from './errors.ts';
-import { readClientFields } from './client-fields.ts';
+import { type GrantType, readClientFields } from './client-fields.ts';
 import type { ApplicationType } from './redirect-uris.ts';
 
 /**
@@ -17,6 +17,8 @@ export interface MetadataClient {
   clientUri: string | null;
   redirectUris: string[];
   applicationType: ApplicationType;
+  /** The document's grant_types (default both); the token endpoint refuses any other. */
+  grantTypes: GrantType[];
   scope: string[] | null;
 }
 
@@ -91,6 +93,7 @@ export function validateDocument(url: string, json: unknown, allowInsecure: bool
     clientUri: fields.clientUri,
     redirectUris: fields.redirectUris,
     applicationType: fields.applicationType,
+    grantTypes: fields.grantTypes,
     scope: fields.scope,
   };
 }

@@ -2,6 +2,7 @@ import type { RateLimiter } from '../../platform/limits.ts';
 import type { OAuthConfig } from '../config.ts';
 import type { AuthDeps } from '../deps.ts';
 import { type ClientMetadataResolver, isMetadataClientId } from './client-metadata.ts';
+import type { GrantType } from './client-fields.ts';
 import type { ApplicationType } from './redirect-uris.ts';
 
 /** What the OAuth code is handed: the account service's deps plus the OAuth settings. */
@@ -32,6 +33,8 @@ export interface OAuthClient {
   metadataHost: string | null;
   redirectUris: string[];
   applicationType: ApplicationType;
+  /** Grant types the client registered (RFC 7591 section 2); the token endpoint refuses others. */
+  grantTypes: GrantType[];
   confidential: boolean;
   /** Scopes the client may ask for; null: any registered scope. */
   allowedScopes: string[] | null;
@@ -59,6 +62,7 @@ export async function findClient(deps: OAuthDeps, clientId: string): Promise<OAu
       metadataHost: null,
       redirectUris: deps.oauth.redirectUris,
       applicationType: 'web',
+      grantTypes: ['authorization_code', 'refresh_token'],
       confidential: true,
       allowedScopes: null,
     };
@@ -74,6 +78,7 @@ export async function findClient(deps: OAuthDeps, clientId: string): Promise<OAu
       metadataHost: hostOf(clientId),
       redirectUris: doc.redirectUris,
       applicationType: doc.applicationType,
+      grantTypes: doc.grantTypes,
       confidential: false,
       allowedScopes: doc.scope,
     };
@@ -91,6 +96,7 @@ export async function findClient(deps: OAuthDeps, clientId: string): Promise<OAu
     metadataHost: null,
     redirectUris,
     applicationType: row.application_type as ApplicationType,
+    grantTypes: JSON.parse(row.grant_types) as GrantType[],
     confidential: false,
     allowedScopes: row.scope ? row.scope.split(' ') : null,
   };

@@ -25,6 +25,7 @@ const E =
 export const invalidRequest = E('invalid_request');
 export const invalidClient = E('invalid_client', 401);
 export const invalidGrant = E('invalid_grant');
+export const unauthorizedClient = E('unauthorized_client');
 export const unsupportedGrantType = E('unsupported_grant_type');
 export const unsupportedResponseType = E('unsupported_response_type');
 export const invalidScope = E('invalid_scope');

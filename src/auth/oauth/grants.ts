@@ -2,15 +2,38 @@ import { createHash } from 'node:crypto';
 import { safeEqual, sha256 } from '../../platform/crypto.ts';
 import { formatScope, parseScopeOr, scopesCovered } from '../scopes.ts';
 import type { OAuthClient, OAuthDeps } from './clients.ts';
-import { invalidGrant, invalidRequest, invalidScope, invalidTarget, param, unsupportedGrantType } from './errors.ts';
+import {
+  invalidGrant,
+  invalidRequest,
+  invalidScope,
+  invalidTarget,
+  param,
+  unauthorizedClient,
+  unsupportedGrantType,
+} from './errors.ts';
 import { openFamily, revokeFamily, successorTokens, type TokenResponse, writeTokens } from './tokens.ts';
 
 const VERIFIER = /^[A-Za-z0-9._~-]{43,128}$/;
 
-/** The token endpoint's grants (RFC 6749 sections 4.1.3 and 6, OAuth 2.1). */
-export async function grantTokens(deps: OAuthDeps, client: OAuthClient, body: unknown): Promise<TokenResponse> {
+/**
+ * The token endpoint's grants (RFC 6749 sections 4.1.3 and 6, OAuth 2.1), each
+ * only for a client that registered it (RFC 7591 section 2, RFC 6749 section
+ * 5.2 unauthorized_client). A client without refresh_token gets no refresh
+ * token: the one written with the access token is never disclosed, so unusable.
+ */
+export async function grantTokens(
+  deps: OAuthDeps,
+  client: OAuthClient,
+  body: unknown,
+): Promise<Omit<TokenResponse, 'refresh_token'> & { refresh_token?: string }> {
   const grantType = param(body, 'grant_type');
-  if (grantType === 'authorization_code') return exchangeCode(deps, client, body);
+  if ((grantType === 'authorization_code' || grantType === 'refresh_token') && !client.grantTypes.includes(grantType)) {
+    throw unauthorizedClient(`This client did not register the ${grantType} grant type.`);
+  }
+  if (grantType === 'authorization_code') {
+    const { refresh_token, ...access } = await exchangeCode(deps, client, body);
+    return client.grantTypes.includes('refresh_token') ? { ...access, refresh_token } : access;
+  }
   if (grantType === 'refresh_token') return refresh(deps, client, body);
   if (!grantType) throw invalidRequest('grant_type is required.');
   throw unsupportedGrantType('Supported grant types: authorization_code, refresh_token.');

@@ -44,6 +44,7 @@ export async function registerClient(deps: OAuthDeps, body: unknown): Promise<Re
       redirect_uris: JSON.stringify(fields.redirectUris),
       application_type: fields.applicationType,
       scope,
+      grant_types: JSON.stringify(fields.grantTypes),
       created_at: now,
       last_token_at: null,
     })
