@@ -1,6 +1,7 @@
 import type { Migration } from 'kysely';
 import { jobRunsMigration } from '../platform/jobs.ts';
 import { outboxMigration } from '../platform/mail.ts';
+import { tokenRotationMigration } from './oauth/token-rotation-migration.ts';
 
 /** Migrations of the account service, applied in key order; the same on SQLite and PostgreSQL. */
 export const authMigrations: Record<string, Migration> = {
@@ -146,4 +147,5 @@ export const authMigrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0007_token_rotation': tokenRotationMigration,
 };

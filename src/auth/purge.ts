@@ -20,18 +20,17 @@ type PurgeTable =
   | 'personal_access_tokens'
   | 'oauth_requests'
   | 'oauth_codes'
-  | 'oauth_access_tokens'
-  | 'oauth_refresh_tokens'
+  | 'oauth_tokens'
   | 'oauth_families'
   | 'oauth_clients';
 
 /**
  * What the purge removes: rows of each table matching its condition, by key.
  * Revoked and rotated refresh tokens stay until they expire, so that their
- * reuse is still recognised; a family goes when its last refresh token has
- * expired (its tokens go with it).
+ * reuse is still recognised (an access token shares its refresh token's row);
+ * a family goes once its last token row has gone.
  */
-export const PURGE_TARGETS: { table: PurgeTable; key?: 'client_id'; condition: Condition }[] = [
+export const PURGE_TARGETS: { table: PurgeTable; key?: 'client_id' | 'refresh_hash'; condition: Condition }[] = [
   {
     table: 'sessions',
     condition: (eb, now) => eb.or([eb('expires_at', '<', now), eb('revoked_at', 'is not', null)]),
@@ -55,9 +54,11 @@ export const PURGE_TARGETS: { table: PurgeTable; key?: 'client_id'; condition: C
   { table: 'oauth_requests', condition: (eb, now) => eb('expires_at', '<', now) },
   // Codes stay a day past their 10 minutes, so a late replay still revokes what the first use issued.
   { table: 'oauth_codes', condition: (eb, now) => eb('expires_at', '<', now - DAY) },
-  { table: 'oauth_access_tokens', condition: (eb, now) => eb('expires_at', '<', now) },
-  { table: 'oauth_refresh_tokens', condition: (eb, now) => eb('expires_at', '<', now) },
-  { table: 'oauth_families', condition: (eb, now) => eb('expires_at', '<', now) },
+  { table: 'oauth_tokens', key: 'refresh_hash', condition: (eb, now) => eb('refresh_expires_at', '<', now) },
+  {
+    table: 'oauth_families',
+    condition: (eb) => eb.not(eb.exists(eb.selectFrom('oauth_tokens as t').select('t.family_id').whereRef('t.family_id', '=', 'oauth_families.id'))),
+  },
   {
     table: 'oauth_clients',
     key: 'client_id',
