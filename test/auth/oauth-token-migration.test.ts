@@ -15,10 +15,12 @@ import { assertOAuthError, RawOAuth } from '../helpers/oauth-raw.ts';
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 const CLIENT = 'svc_migrated-client';
+// biome-ignore lint/suspicious/noExplicitAny: the old layout is no longer in AuthTables
+type OldDb = Kysely<any>;
 
 /** An access and a refresh token of a family, as the old layout stored them (a row each). */
 async function oldPair(
-  db: Kysely<any>, // biome-ignore lint/suspicious/noExplicitAny: the old layout is no longer in AuthTables
+  db: OldDb,
   family: string,
   at: number,
   options: { rotated?: boolean; revokeAccess?: boolean; revokeRefresh?: boolean } = {},
@@ -48,7 +50,7 @@ for (const kind of DB_KINDS) {
   describe(`migration 0007_token_rotation (${kind})`, () => {
     test('live tokens keep working; a half-done revocation completes; a revoked access token stays revoked', async () => {
       const database = await freshDatabase(kind);
-      const { db } = openDatabase<any>({ url: database.url, sqlitePath: join(database.dataDir, 'auth.sqlite') });
+      const { db } = openDatabase<OldDb extends Kysely<infer T> ? T : never>({ url: database.url, sqlitePath: join(database.dataDir, 'auth.sqlite') });
       await migrateToLatest(db, Object.fromEntries(Object.entries(authMigrations).filter(([key]) => key < '0007_token_rotation')));
       const now = Date.now();
       await db
