@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
-import { METADATA_UNUSABLE } from '../../src/auth/oauth/client-metadata.ts';
+import pino from 'pino';
+import { ClientMetadataResolver, METADATA_UNUSABLE } from '../../src/auth/oauth/client-metadata.ts';
+import { systemClock } from '../../src/platform/clock.ts';
 import { escapeHtml } from '../../src/platform/html.ts';
 import { freePort, type TestAuth } from '../helpers/auth.ts';
 import { Browser, pkce, startOAuth } from '../helpers/oauth.ts';
@@ -191,5 +194,27 @@ describe('one message for every metadata failure (no SSRF oracle)', () => {
     const r = await raw.refresh(clientId, tokens.refresh_token);
     assertOAuthError(r, 401, 'invalid_client');
     assert.equal(r.body.error_description, METADATA_UNUSABLE);
+  });
+});
+
+describe('the cause of a metadata failure goes to the log: its code and host, never the URL', () => {
+  test('forbidden address (warn), unknown name and closed port (info)', async () => {
+    const lines: { level: number; clientMetadata: { code: string; host: string } }[] = [];
+    const log = pino({ level: 'info' }, new Writable({ write: (chunk, _enc, done) => done(void lines.push(JSON.parse(String(chunk)))) }));
+    const closed = await freePort();
+    const secure = new ClientMetadataResolver({ clock: systemClock, allowInsecure: false, log });
+    const insecure = new ClientMetadataResolver({ clock: systemClock, allowInsecure: true, log });
+    const cases: [ClientMetadataResolver, string, string, number][] = [
+      [secure, 'https://10.1.2.3/private/doc?key=s3cret', 'forbidden_address', 40],
+      [secure, 'https://nowhere.invalid/private/doc?key=s3cret', 'dns_failed', 30],
+      [insecure, `http://127.0.0.1:${closed}/private/doc?key=s3cret`, 'connection_failed', 30],
+    ];
+    for (const [resolver, url, code, level] of cases) {
+      await assert.rejects(resolver.resolve(url), (err: Error) => err.message === METADATA_UNUSABLE);
+      const line = lines.at(-1)!;
+      assert.equal(line.level, level, url);
+      assert.deepEqual([line.clientMetadata.code, line.clientMetadata.host], [code, new URL(url).host]);
+      assert.ok(!JSON.stringify(line).includes('/private/doc') && !JSON.stringify(line).includes('s3cret'), JSON.stringify(line));
+    }
   });
 });
