@@ -21,6 +21,17 @@ import type { AuthInfo } from './servers/auth-info.ts';
  * (login: benchmarks 1 and 2; me: 3; oauth: 4) and prints their table
  * without rewriting docs/BENCHMARKS.md, which holds whole runs only.
  */
+const PARTS = ['login', 'me', 'oauth'] as const;
+type Part = (typeof PARTS)[number];
+const asked = process.argv.slice(2);
+for (const a of asked) {
+  if (!(PARTS as readonly string[]).includes(a)) {
+    process.stderr.write(`bench: unknown part "${a}"; parts: ${PARTS.join(', ')}\n`);
+    process.exit(1);
+  }
+}
+const parts = new Set<Part>(asked.length ? (asked as Part[]) : PARTS);
+const whole = parts.size === PARTS.length;
 
 const CORES = availableParallelism();
 const TIME_LIMIT_MS = 175_000;
@@ -28,10 +39,6 @@ const TIME_LIMIT_MS = 175_000;
 const ROOT = new URL('../', import.meta.url);
 const DOC = new URL('docs/BENCHMARKS.md', ROOT);
 const RAW = new URL('bench/results/last-run.json', ROOT);
-const GROUPS = ['login', 'me', 'oauth'] as const;
-const chosen = process.argv.slice(2);
-for (const g of chosen) if (!(GROUPS as readonly string[]).includes(g)) throw new Error(`unknown benchmark group ${g}; choose from ${GROUPS.join(', ')}`);
-const runs = (group: (typeof GROUPS)[number]) => chosen.length === 0 || chosen.includes(group);
 
 async function main(servers: ChildServer<unknown>[], dataDir: string) {
   const apiKey = randomBytes(32).toString('base64url');
@@ -65,11 +72,11 @@ async function main(servers: ChildServer<unknown>[], dataDir: string) {
   const bareCheck = await call(`${bare.info.url}/`);
   if (bareCheck.body !== '{"ok":true}') throw new Error(`bare server answered ${bareCheck.status} ${bareCheck.body}`);
   // The OAuth client and the browser session, before any load: a failure here stops the bench early.
-  const oauthUser = runs('oauth') ? await OAuthUser.register(url, { email, password }) : undefined;
+  const oauthUser = parts.has('oauth') ? await OAuthUser.register(url, { email, password }) : undefined;
   await oauthUser?.authorize();
 
-  const first = runs('login') ? await loginAndLatency(auth, apiKey, meHeaders) : undefined;
-  const third = runs('me') ? await meThroughput(auth, bare, meHeaders) : undefined;
+  const first = parts.has('login') ? await loginAndLatency(auth, apiKey, meHeaders) : undefined;
+  const third = parts.has('me') ? await meThroughput(auth, bare, meHeaders) : undefined;
   const fourth = oauthUser ? await oauthThroughput(auth, bare, oauthUser) : undefined;
   return {
     rows: [...(first?.rows ?? []), ...(third ? [third.row] : []), ...(fourth?.rows ?? [])],
@@ -97,12 +104,12 @@ try {
   const date = `${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC`;
   const machine = `${CORES} cores (${cpus()[0]?.model ?? 'unknown CPU'}), ${process.platform}`;
   mkdirSync(new URL('.', RAW), { recursive: true });
-  writeFileSync(RAW, `${JSON.stringify({ date, node: process.version, machine, seconds, groups: chosen, ...raw }, null, 2)}\n`);
-  if (chosen.length === 0) {
+  writeFileSync(RAW, `${JSON.stringify({ date, node: process.version, machine, seconds, parts: [...parts], ...raw }, null, 2)}\n`);
+  if (whole) {
     writeFileSync(DOC, markdown({ date, node: process.version, machine, cores: CORES, seconds, rows, details }));
     log(`wrote docs/BENCHMARKS.md in ${fmt(seconds)} s`);
   } else {
-    log(`ran ${chosen.join(', ')} in ${fmt(seconds)} s; docs/BENCHMARKS.md left as it was (whole runs only)`);
+    log(`ran ${[...parts].join(', ')} in ${fmt(seconds)} s; docs/BENCHMARKS.md left as it was (whole runs only)`);
   }
 } catch (err) {
   process.stderr.write(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);

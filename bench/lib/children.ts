@@ -12,6 +12,8 @@ export interface ChildServer<Info> {
   info: Info;
   /** CPU time (user + system, all threads) the process has used so far, in seconds; NaN off Linux. */
   cpuSeconds(): number;
+  /** Asks the server a question over the IPC channel (see bench/servers/auth-server.ts); resolves with its answer. */
+  ask<Answer>(question: string): Promise<Answer>;
   /** SIGTERM, then SIGKILL after 5 s. */
   stop(): Promise<void>;
 }
@@ -33,7 +35,7 @@ export async function startServer<Info>(name: string, script: URL, env: Record<s
   const execArgv = profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [];
   const child = spawn(process.execPath, [...execArgv, fileURLToPath(script)], {
     env: { PATH: process.env['PATH'] ?? '', ...env },
-    stdio: ['pipe', 'pipe', 'inherit'],
+    stdio: ['pipe', 'pipe', 'inherit', 'ipc'],
   });
   live.add(child);
   const exited = new Promise<void>((resolve) => {
@@ -70,6 +72,16 @@ export async function startServer<Info>(name: string, script: URL, env: Record<s
     pid: child.pid!,
     info,
     cpuSeconds: () => processCpuSeconds(child.pid!),
+    ask<Answer>(question: string): Promise<Answer> {
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`${name}: no answer to ${question}`)), 10_000);
+        child.once('message', (answer) => {
+          clearTimeout(timer);
+          resolve(answer as Answer);
+        });
+        child.send(question);
+      });
+    },
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return;
       child.kill('SIGTERM');

@@ -69,3 +69,13 @@ export async function waitUntilIdle(pid: number, maxMs = 5_000): Promise<void> {
     if (!((processCpuSeconds(pid) - c0) / 0.25 >= 0.05)) return;
   }
 }
+
+/** Bytes a process caused to be sent to storage so far (write_bytes of /proc/PID/io: page-cache pages it dirtied); NaN off Linux. */
+export function processWriteBytes(pid: number): number {
+  try {
+    const line = readFileSync(`/proc/${pid}/io`, 'utf8').split('\n').find((l) => l.startsWith('write_bytes:'));
+    return line ? Number(line.split(':')[1]) : Number.NaN;
+  } catch {
+    return Number.NaN;
+  }
+}

@@ -18,6 +18,8 @@ export interface SliceTotals {
   warmupTrouble: string;
   /** Each slice's start and end on the monotonic clock, in µs (the clock of V8's CPU profiles): to cut a BENCH_CPU_PROF profile. */
   windows: [number, number][];
+  /** The exact latency of every 2xx response of the slices, in ms, when the side asked for it (`record`). */
+  latencies: number[];
 }
 
 export interface Comparison {
@@ -36,6 +38,10 @@ export interface Side {
    * state, such as rotating refresh tokens, gets fresh state for every run.
    */
   options: () => Options | Promise<Options>;
+  /** Keep every 2xx response's exact latency (autocannon's own histogram has 1 ms resolution). */
+  record?: boolean;
+  /** Called right before and right after each measured slice: to read counters the server keeps (writes, bytes). */
+  around?: { start(): Promise<void> | void; end(): Promise<void> | void };
 }
 
 const zero = (): CpuShares => ({ server: 0, bench: 0, rest: 0, steal: 0 });
@@ -54,20 +60,24 @@ export async function versusBare(
 ): Promise<Comparison> {
   const sides = { bare, route };
   const totals = {
-    bare: { ok: 0, notOk: 0, seconds: 0, cpu: zero(), trouble: [] as string[], warmupTrouble: '', windows: [] as [number, number][] },
-    route: { ok: 0, notOk: 0, seconds: 0, cpu: zero(), trouble: [] as string[], warmupTrouble: '', windows: [] as [number, number][] },
+    bare: { ok: 0, notOk: 0, seconds: 0, cpu: zero(), trouble: [] as string[], warmupTrouble: '', windows: [] as [number, number][], latencies: [] as number[] },
+    route: { ok: 0, notOk: 0, seconds: 0, cpu: zero(), trouble: [] as string[], warmupTrouble: '', windows: [] as [number, number][], latencies: [] as number[] },
   };
   for (const name of ['bare', 'route'] as const) {
     const { result } = await load({ ...(await sides[name].options()), connections: timing.connections, duration: timing.warmupS });
     totals[name].warmupTrouble = problems(result);
   }
   for (const name of ['bare', 'route', 'route', 'bare'] as const) {
-    const options = await sides[name].options();
+    const side = sides[name];
+    const options = await side.options();
+    await side.around?.start();
     const start = monotonicUs();
-    const window = cpuWindow(sides[name].server.pid);
-    const { result } = await load({ ...options, connections: timing.connections, duration: timing.sliceS });
+    const window = cpuWindow(side.server.pid);
+    const { result, ok } = await load({ ...options, connections: timing.connections, duration: timing.sliceS }, side.record);
     const cpu = window();
+    await side.around?.end();
     const total = totals[name];
+    for (const sample of ok) total.latencies.push(sample.ms);
     total.windows.push([start, monotonicUs()]);
     total.ok += result['2xx'];
     total.notOk += result.non2xx + result.errors + result.timeouts + result.mismatches;

@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs';
+import { sql } from 'kysely';
 import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -60,6 +61,12 @@ await service.app.listen({ host: config.host, port: config.port });
 closeWhenTold(async () => {
   await service.close();
   if (ownDir) rmSync(ownDir, { recursive: true, force: true });
+});
+// The parent's questions over IPC. "db-writes": rows inserted, updated or deleted so far on the service's
+// one SQLite write connection (SQLite's total_changes(): every statement of every request runs on it).
+process.on('message', (question) => {
+  if (question !== 'db-writes') return;
+  void sql<{ n: number }>`select total_changes() as n`.execute(deps.db).then(({ rows }) => process.send?.({ rows: Number(rows[0]?.n) }));
 });
 const url = `http://127.0.0.1:${(service.app.server.address() as AddressInfo).port}`;
 const info: AuthInfo = { url, apiKey: config.apiKey, email, password };

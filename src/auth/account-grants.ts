@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { revokeUserFamilies } from './oauth/token-families.ts';
 import type { AuthTables } from './schema.ts';
 
 /**
@@ -13,9 +14,8 @@ import type { AuthTables } from './schema.ts';
  * Paverd, "Pre-hijacked accounts", USENIX Security 2022).
  */
 export async function revokeAccountGrants(db: Kysely<AuthTables>, userId: string, now: number): Promise<void> {
-  for (const table of ['oauth_families', 'oauth_access_tokens', 'oauth_refresh_tokens'] as const) {
-    await db.updateTable(table).set({ revoked_at: now }).where('user_id', '=', userId).where('revoked_at', 'is', null).execute();
-  }
+  // Revocation lives on the family row, which every token lookup joins: one write revokes all its tokens.
+  await revokeUserFamilies(db, userId, now);
   // An unused code would still be exchanged for tokens after the reset; a used one is kept
   // until the purge, so that its replay is still recognised.
   await db.deleteFrom('oauth_codes').where('user_id', '=', userId).where('used_at', 'is', null).execute();

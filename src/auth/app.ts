@@ -55,7 +55,12 @@ function oauthDeps(deps: AuthDeps): OAuthDeps | undefined {
     ...deps,
     oauth: config,
     issuer: deps.config.baseUrl,
-    metadata: new ClientMetadataResolver({ clock: deps.clock, allowInsecure: config.allowInsecureMetadata }),
+    metadata: new ClientMetadataResolver({
+      clock: deps.clock,
+      allowInsecure: config.allowInsecureMetadata,
+      log: deps.log,
+      limiter: createRateLimiter('oauth:metadata-fetch', config.limits.metadataFetch, deps.redis),
+    }),
     registrationLimiter: createRateLimiter('oauth:register', config.limits.registration, deps.redis),
     authorizeLimiter: createRateLimiter('oauth:authorize', config.limits.authorize, deps.redis),
   };

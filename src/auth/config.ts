@@ -64,7 +64,8 @@ export interface OAuthConfig {
   codeTtlMs: number;
   accessTtlMs: number;
   refreshTtlMs: number;
-  limits: { registration: RateSetting; authorize: RateSetting };
+  /** metadataFetch: per requesting IP, fetches of client metadata documents (cache hits are free). */
+  limits: { registration: RateSetting; authorize: RateSetting; metadataFetch: RateSetting };
   /** Browser cookies get Secure and the __Host- prefix. */
   secureCookies: boolean;
 }
@@ -211,6 +212,7 @@ function loadOAuthConfig(r: EnvReader, production: boolean): OAuthConfig | undef
     limits: {
       registration: r.rate('OAUTH_LIMIT_REGISTRATION', { points: 60, durationSeconds: 3600 }),
       authorize: r.rate('OAUTH_LIMIT_AUTHORIZE', { points: 600, durationSeconds: 300 }),
+      metadataFetch: r.rate('OAUTH_LIMIT_METADATA_FETCH', { points: 60, durationSeconds: 60 }),
     },
     secureCookies: production,
   };

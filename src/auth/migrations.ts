@@ -1,6 +1,7 @@
 import type { Migration } from 'kysely';
 import { jobRunsMigration } from '../platform/jobs.ts';
 import { outboxMigration } from '../platform/mail.ts';
+import { tokenRotationMigration } from './oauth/token-rotation-migration.ts';
 
 /** Migrations of the account service, applied in key order; the same on SQLite and PostgreSQL. */
 export const authMigrations: Record<string, Migration> = {
@@ -177,6 +178,7 @@ export const authMigrations: Record<string, Migration> = {
       await db.schema.createIndex('password_reset_tokens_expires').on('password_reset_tokens').column('expires_at').execute();
     },
   },
+  '0007_token_rotation': tokenRotationMigration,
   '0008_client_grant_types': {
     async up(db) {
       // Clients registered before grant types were kept were told they have both, so they keep both.

@@ -23,8 +23,7 @@ type PurgeTable =
   | 'personal_access_tokens'
   | 'oauth_requests'
   | 'oauth_codes'
-  | 'oauth_access_tokens'
-  | 'oauth_refresh_tokens'
+  | 'oauth_tokens'
   | 'oauth_families'
   | 'oauth_clients'
   | 'login_failures';
@@ -32,12 +31,12 @@ type PurgeTable =
 /**
  * What the purge removes: rows of each table matching its condition, by key.
  * Revoked and rotated refresh tokens stay until they expire, so that their
- * reuse is still recognised; a family goes when its last refresh token has
- * expired (its tokens go with it).
+ * reuse is still recognised (an access token shares its refresh token's row);
+ * a family goes once its last token row has gone.
  */
 interface PurgeTarget {
   table: PurgeTable;
-  key?: 'client_id' | 'address_hash';
+  key?: 'client_id' | 'address_hash' | 'refresh_hash';
   condition: Condition;
 }
 
@@ -69,9 +68,11 @@ export const PURGE_TARGETS: PurgeTarget[] = [
   { table: 'oauth_requests', condition: (eb, now) => eb('expires_at', '<', now) },
   // Codes stay a day past their 10 minutes, so a late replay still revokes what the first use issued.
   { table: 'oauth_codes', condition: (eb, now) => eb('expires_at', '<', now - DAY) },
-  { table: 'oauth_access_tokens', condition: (eb, now) => eb('expires_at', '<', now) },
-  { table: 'oauth_refresh_tokens', condition: (eb, now) => eb('expires_at', '<', now) },
-  { table: 'oauth_families', condition: (eb, now) => eb('expires_at', '<', now) },
+  { table: 'oauth_tokens', key: 'refresh_hash', condition: (eb, now) => eb('refresh_expires_at', '<', now) },
+  {
+    table: 'oauth_families',
+    condition: (eb) => eb.not(eb.exists(eb.selectFrom('oauth_tokens as t').select('t.family_id').whereRef('t.family_id', '=', 'oauth_families.id'))),
+  },
   {
     table: 'login_failures',
     key: 'address_hash',

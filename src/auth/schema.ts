@@ -75,7 +75,7 @@ export interface AuthTables {
     resource: string | null;
     derive_key: string;
     created_at: number;
-    expires_at: number;
+    /** The one place a family's (and so each of its tokens') revocation is recorded. */
     revoked_at: number | null;
   };
   oauth_codes: {
@@ -92,25 +92,29 @@ export interface AuthTables {
     used_at: number | null;
     family_id: string | null;
   };
-  oauth_access_tokens: OAuthTokenRow;
-  oauth_refresh_tokens: OAuthTokenRow;
+  oauth_tokens: OAuthTokenRow;
   oauth_consents: { user_id: string; client_id: string; redirect_uri: string; scope: string; created_at: number; updated_at: number };
   outbox: OutboxTable;
   job_runs: { name: string; last_run_at: number };
 }
 
+/**
+ * One issuance of a token family: the access token and the refresh token
+ * handed out together (by a code exchange or a refresh), one row, so that a
+ * rotation writes one row. Client, user, resource and revocation live on the
+ * family; only the scope can differ per issuance (a refresh may narrow it).
+ */
 export interface OAuthTokenRow {
-  id: string;
-  token_hash: string;
+  refresh_hash: string;
+  /** Null only for rows migrated without a matching live access token. */
+  access_hash: string | null;
   family_id: string;
-  client_id: string;
-  user_id: string;
   scope: string;
-  resource: string | null;
   created_at: number;
-  expires_at: number;
+  /** Set to the revocation time when the access token alone is revoked (RFC 7009). */
+  access_expires_at: number;
+  refresh_expires_at: number;
   rotated_at: number | null;
-  revoked_at: number | null;
 }
 
 export type AuthDb = Kysely<AuthTables>;

@@ -1,4 +1,4 @@
-import { lookup as dnsLookup } from 'node:dns/promises';
+import { Resolver } from 'node:dns/promises';
 import { BlockList, isIP, type LookupFunction } from 'node:net';
 import { Agent, request } from 'undici';
 
@@ -10,8 +10,8 @@ import { Agent, request } from 'undici';
  * addresses (no DNS rebinding), no redirects, and time and size are bounded.
  */
 
-/** Resolves a host name to all its addresses. The DNS boundary; tests inject their own. */
-export type LookupFn = (hostname: string) => Promise<string[]>;
+/** Resolves a host name to all its addresses; gives up when `signal` fires. The DNS boundary; tests inject their own. */
+export type LookupFn = (hostname: string, signal?: AbortSignal) => Promise<string[]>;
 
 export interface SafeFetchOptions {
   /** Allows http: and private/loopback addresses (tests, local development). Every other rule still applies. */
@@ -91,8 +91,35 @@ export function isPublicAddress(ip: string): boolean {
   return v6Global.check(ip, 'ipv6') && !v6Special.check(ip, 'ipv6');
 }
 
-const defaultLookup: LookupFn = async (hostname) =>
-  (await dnsLookup(hostname, { all: true, order: 'verbatim' })).map((a) => a.address);
+/**
+ * A LookupFn that asks DNS through c-ares (dns.promises.Resolver: A and AAAA
+ * queries), never getaddrinfo: dns.lookup runs getaddrinfo on libuv's thread
+ * pool, four threads shared with bcrypt and the file system, so a slow or
+ * hostile name server could stall logins. Unlike getaddrinfo it reads no
+ * /etc/hosts, with two exceptions from RFC 6761: `localhost` names are
+ * loopback (section 6.3) and `.invalid` names fail at once (section 6.4).
+ * `servers` (host or host:port) overrides /etc/resolv.conf's name servers.
+ */
+export function dnsResolverLookup(options: { servers?: string[]; timeoutMs?: number } = {}): LookupFn {
+  return async (hostname, signal) => {
+    const name = hostname.toLowerCase().replace(/\.$/, '');
+    if (name === 'localhost' || name.endsWith('.localhost')) return ['127.0.0.1', '::1'];
+    if (name === 'invalid' || name.endsWith('.invalid')) throw Object.assign(new Error(`${name} does not exist`), { code: 'ENOTFOUND' });
+    // One resolver per lookup, so that a timeout can cancel exactly its own queries.
+    const resolver = new Resolver({ timeout: options.timeoutMs ?? 2000, tries: 2 });
+    if (options.servers) resolver.setServers(options.servers);
+    const cancel = () => resolver.cancel();
+    signal?.addEventListener('abort', cancel, { once: true });
+    try {
+      const [v4, v6] = await Promise.allSettled([resolver.resolve4(name), resolver.resolve6(name)]);
+      const addresses = [...(v4.status === 'fulfilled' ? v4.value : []), ...(v6.status === 'fulfilled' ? v6.value : [])];
+      if (addresses.length === 0 && v4.status === 'rejected') throw v4.reason;
+      return addresses;
+    } finally {
+      signal?.removeEventListener('abort', cancel);
+    }
+  };
+}
 
 /** The URL rules of draft-ietf-oauth-client-id-metadata-document §3: https, no userinfo, no fragment. */
 function parseTarget(url: string, allowInsecure: boolean): URL {
@@ -115,7 +142,7 @@ async function resolve(hostname: string, lookup: LookupFn, signal: AbortSignal):
   if (isIP(bare)) return [bare];
   let addresses: string[];
   try {
-    addresses = await Promise.race([lookup(bare), aborted(signal)]);
+    addresses = await Promise.race([lookup(bare, signal), aborted(signal)]);
   } catch (cause) {
     if (signal.aborted) throw new SafeFetchError('timeout', 'the host name did not resolve in time', { cause });
     throw new SafeFetchError('dns_failed', 'the host name could not be resolved', { cause });
@@ -169,7 +196,7 @@ export async function fetchJsonDocument(url: string, options: SafeFetchOptions):
   const maxBytes = options.maxBytes ?? 64 * 1024;
   const target = parseTarget(url, options.allowInsecure);
   const signal = AbortSignal.timeout(timeoutMs);
-  const addresses = await resolve(target.hostname, options.lookup ?? defaultLookup, signal);
+  const addresses = await resolve(target.hostname, options.lookup ?? dnsResolverLookup(), signal);
   if (!options.allowInsecure && !addresses.every(isPublicAddress)) {
     throw new SafeFetchError('forbidden_address', 'the host resolves to a non-public address');
   }

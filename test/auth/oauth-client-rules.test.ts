@@ -183,7 +183,10 @@ for (const kind of DB_KINDS) {
           const tokens = await raw.exchange(p, code, verifier);
           assert.equal(tokens.status, 200, tokens.text);
           assert.equal('refresh_token' in tokens.body, false);
-          assertOAuthError(await raw.refresh(p.clientId, 'ort_anything'), 400, 'unauthorized_client');
+          // It holds no refresh token to present; any other is refused before its document is even fetched.
+          const fetched = docs.seen.length;
+          assertOAuthError(await raw.refresh(p.clientId, 'ort_anything'), 400, 'invalid_grant');
+          assert.equal(docs.seen.length, fetched);
         } finally {
           await docs.close();
         }

@@ -141,7 +141,8 @@ for (const kind of DB_KINDS) {
         assert.equal(introspected.scope, 'work:tasks:write');
         assert.equal(introspected.client_id, STATIC_CLIENT_ID);
         assert.equal(introspected.aud, RESOURCE);
-        assert.equal(introspected.token_type, 'access_token');
+        assert.equal(introspected.token_type, 'Bearer', 'RFC 7662: the OAuth token type');
+        assert.equal(introspected['token_kind'], 'access_token');
         assert.ok(introspected.exp! > Date.now() / 1000);
 
         await oauth.processRevocationResponse(await oauth.revocationRequest(as, client, secret, tokens.refresh_token!, opts));

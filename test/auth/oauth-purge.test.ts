@@ -10,8 +10,8 @@ const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 const DAY = 24 * HOUR;
 
-type Table = 'oauth_requests' | 'oauth_codes' | 'oauth_access_tokens' | 'oauth_refresh_tokens' | 'oauth_families' | 'oauth_clients' | 'personal_access_tokens';
-const TABLES: Table[] = ['oauth_requests', 'oauth_codes', 'oauth_access_tokens', 'oauth_refresh_tokens', 'oauth_families', 'oauth_clients', 'personal_access_tokens'];
+type Table = 'oauth_requests' | 'oauth_codes' | 'oauth_tokens' | 'oauth_families' | 'oauth_clients' | 'personal_access_tokens';
+const TABLES: Table[] = ['oauth_requests', 'oauth_codes', 'oauth_tokens', 'oauth_families', 'oauth_clients', 'personal_access_tokens'];
 
 interface Ctx {
   auth: TestAuth;
@@ -49,11 +49,11 @@ async function purge(auth: TestAuth): Promise<Record<Table, number>> {
 
 for (const kind of DB_KINDS) {
   describe(`purgeExpired and the OAuth tables (${kind})`, () => {
-    test('expired codes, pending requests, access tokens, refresh tokens and families are removed', () =>
+    test('expired codes, pending requests, token rows and families are removed', () =>
       withOAuth(kind, async ({ auth, raw, user }) => {
         const p = { clientId: await raw.publicClient(), redirectUri: LOOPBACK_CB };
-        const tokens = await raw.tokens(user, p); // a used code, a family, an access and a refresh token
-        const rotated = await raw.refresh(p.clientId, tokens.refresh_token); // and a second pair
+        const tokens = await raw.tokens(user, p); // a used code, a family, a token row (access and refresh token)
+        const rotated = await raw.refresh(p.clientId, tokens.refresh_token); // and a second row
         assert.equal(rotated.status, 200);
         await raw.code(user, p); // an unused code
         const pending = await new Browser(false).request(
@@ -62,8 +62,8 @@ for (const kind of DB_KINDS) {
         assert.equal(pending.status, 302);
         const start = await counts(auth);
         assert.deepEqual(
-          [start.oauth_requests, start.oauth_codes, start.oauth_access_tokens, start.oauth_refresh_tokens, start.oauth_families],
-          [1, 2, 2, 2, 1],
+          [start.oauth_requests, start.oauth_codes, start.oauth_tokens, start.oauth_families],
+          [1, 2, 2, 1],
         );
 
         assert.deepEqual(await purge(auth), start, 'nothing has expired yet');
@@ -71,21 +71,21 @@ for (const kind of DB_KINDS) {
         const afterCodes = await purge(auth);
         assert.equal(afterCodes.oauth_requests, 0);
         assert.equal(afterCodes.oauth_codes, 2, 'codes stay a day past their 10 minutes, so a late replay still revokes');
-        assert.equal(afterCodes.oauth_access_tokens, 2);
+        assert.equal(afterCodes.oauth_tokens, 2);
 
         auth.clock.advance(HOUR);
         const afterAccess = await purge(auth);
-        assert.equal(afterAccess.oauth_access_tokens, 0);
-        assert.equal(afterAccess.oauth_refresh_tokens, 2, 'the rotated refresh token stays until it expires');
+        assert.equal(afterAccess.oauth_tokens, 2, 'the rotated refresh token stays until it expires');
         assert.equal(afterAccess.oauth_families, 1);
+        assert.equal((await raw.userinfo(rotated.body.access_token)).status, 401, 'its access token expired');
         const again = await raw.refresh(p.clientId, rotated.body.refresh_token);
         assert.equal(again.status, 200, 'the live refresh token still works after the purge');
 
         auth.clock.advance(30 * DAY + 1); // past the newest refresh token's expiry
         const afterAll = await purge(auth);
         assert.deepEqual(
-          [afterAll.oauth_codes, afterAll.oauth_access_tokens, afterAll.oauth_refresh_tokens, afterAll.oauth_families],
-          [0, 0, 0, 0],
+          [afterAll.oauth_codes, afterAll.oauth_tokens, afterAll.oauth_families],
+          [0, 0, 0],
         );
         assertOAuthError(await raw.refresh(p.clientId, again.body.refresh_token), 400, 'invalid_grant');
       }));
@@ -114,7 +114,7 @@ for (const kind of DB_KINDS) {
 
         auth.clock.advance(2 * HOUR);
         const after = await purge(auth);
-        assert.equal(after.oauth_refresh_tokens, 3);
+        assert.equal(after.oauth_tokens, 3);
         assert.equal(after.oauth_families, 2);
 
         assertOAuthError(await raw.refresh(p.clientId, a1.refresh_token), 400, 'invalid_grant');

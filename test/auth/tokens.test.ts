@@ -171,7 +171,8 @@ for (const kind of DB_KINDS) {
       const intro = await raw.introspect(token);
       assert.equal(intro.status, 200);
       assert.equal(intro.body.active, true);
-      assert.equal(intro.body.token_type, 'personal_access_token');
+      assert.equal(intro.body.token_type, 'Bearer', 'RFC 7662: the OAuth token type');
+      assert.equal(intro.body.token_kind, 'personal_access_token');
       assert.equal(intro.body.scope, 'identity msg:messages:write');
       assert.equal(intro.body.sub, info.body.sub);
       assert.equal(intro.body.username, email);

@@ -45,11 +45,11 @@ export const uniqueEmail = () => `user${process.pid}.${++counter}@example.com`;
 
 /**
  * Starts the real account service on a free port, on a fresh database of
- * `db`'s kind, sending mail over STARTTLS to a real SMTP server, with a clock
- * the test moves by hand.
+ * `db`'s kind (or on a database the test prepared), sending mail over
+ * STARTTLS to a real SMTP server, with a clock the test moves by hand.
  */
-export async function startTestAuth(db: DbKind, env: Record<string, string> = {}, smtp?: TestSmtpServer): Promise<TestAuth> {
-  const database = await freshDatabase(db);
+export async function startTestAuth(db: DbKind | TestDatabase, env: Record<string, string> = {}, smtp?: TestSmtpServer): Promise<TestAuth> {
+  const database = typeof db === 'string' ? await freshDatabase(db) : db;
   const mailServer = smtp ?? (await startSmtpServer());
   const clock = new ManualClock(Date.now());
   // The issuer (AUTH_BASE_URL) must be the URL the service answers on, so pick the port first.

@@ -1,5 +1,6 @@
 import * as oauth from 'oauth4webapi';
 import { API_KEY, type TestAuth, startTestAuth } from './auth.ts';
+import type { TestDatabase } from './database.ts';
 import type { DbKind } from './env.ts';
 
 export const STATIC_CLIENT_ID = 'product-web';
@@ -11,7 +12,7 @@ export const STATIC_REDIRECT = 'https://product.example/callback';
  * default deployment: the OAuth paths need X-Api-Key, which a product's edge
  * adds; `edgeFetch` below plays that edge for oauth4webapi.
  */
-export async function startOAuth(kind: DbKind, options: { publicEndpoints?: boolean; env?: Record<string, string> } = {}): Promise<TestAuth> {
+export async function startOAuth(kind: DbKind | TestDatabase, options: { publicEndpoints?: boolean; env?: Record<string, string> } = {}): Promise<TestAuth> {
   return startTestAuth(kind, {
     OAUTH_CLIENT_ID: STATIC_CLIENT_ID,
     OAUTH_CLIENT_SECRET: STATIC_CLIENT_SECRET,

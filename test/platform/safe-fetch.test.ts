@@ -3,8 +3,10 @@ import dns from 'node:dns';
 import { once } from 'node:events';
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { pbkdf2 } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { fetchJsonDocument, isPublicAddress, type LookupFn, SafeFetchError } from '../../src/platform/safe-fetch.ts';
+import { dnsResolverLookup, fetchJsonDocument, isPublicAddress, type LookupFn, SafeFetchError } from '../../src/platform/safe-fetch.ts';
+import { startDnsServer } from '../helpers/dns-server.ts';
 
 const BIG = 100 * 1024;
 const json = (res: ServerResponse, body: string, headers: Record<string, string> = {}) => {
@@ -228,4 +230,55 @@ describe('isPublicAddress', () => {
   for (const [ip, expected] of table) {
     test(`${ip || '(empty)'} is ${expected ? 'public' : 'not public'}`, () => assert.equal(isPublicAddress(ip), expected));
   }
+});
+
+describe('dnsResolverLookup: DNS through c-ares, off the thread pool', () => {
+  let dnsServer: Awaited<ReturnType<typeof startDnsServer>>;
+  let lookup: LookupFn;
+  before(async () => {
+    dnsServer = await startDnsServer({
+      'doc.test': { a: ['127.0.0.1'] },
+      'dual.test': { a: ['192.0.2.10'], aaaa: ['2001:db8::10'] },
+      'v6only.test': { aaaa: ['2001:db8::20'] },
+    });
+    lookup = dnsResolverLookup({ servers: [dnsServer.server] });
+  });
+  after(() => dnsServer.close());
+
+  test('A and AAAA answers; a fetch through it connects to the resolved address', async () => {
+    assert.deepEqual(await lookup('dual.test'), ['192.0.2.10', '2001:db8::10']);
+    assert.deepEqual(await lookup('v6only.test'), ['2001:db8::20']);
+    const result = await fetchJsonDocument(`http://doc.test:${port}/doc`, { ...local, lookup });
+    assert.deepEqual(result.json, { client_id: 'x' });
+    assert.equal(seen.at(-1)!.host, `doc.test:${port}`);
+    assert.ok(dnsServer.asked.includes('doc.test A'), dnsServer.asked.join(', '));
+  });
+
+  test('an unknown name is dns_failed; a private answer is still forbidden_address', async () => {
+    await refused('dns_failed', () => fetchJsonDocument('https://unknown.test/doc', { allowInsecure: false, lookup }));
+    await refused('forbidden_address', () => fetchJsonDocument(`https://doc.test:${port}/doc`, { allowInsecure: false, lookup }));
+  });
+
+  test('RFC 6761: localhost is loopback and .invalid fails, neither asking the name server', async () => {
+    const before = dnsServer.asked.length;
+    assert.deepEqual(await lookup('localhost'), ['127.0.0.1', '::1']);
+    assert.deepEqual(await lookup('app.localhost.'), ['127.0.0.1', '::1']);
+    await assert.rejects(lookup('nowhere.invalid'));
+    assert.deepEqual(dnsServer.asked.slice(before), []);
+  });
+
+  test("names resolve while every thread of libuv's pool is busy (bcrypt's pool), unlike dns.lookup", async () => {
+    const poolSize = Number(process.env['UV_THREADPOOL_SIZE'] ?? 4);
+    const order: string[] = [];
+    const busy = Array.from(
+      { length: poolSize },
+      () => new Promise<void>((resolve) => pbkdf2('secret', 'salt', 400_000, 64, 'sha512', () => resolve(void order.push('pool job')))),
+    );
+    // getaddrinfo queues behind the pool's jobs: the proof that the pool was full.
+    const systemLookup = dns.promises.lookup('localhost').then(() => order.push('dns.lookup'));
+    const resolved = lookup('doc.test').then(() => order.push('c-ares'));
+    await Promise.all([...busy, systemLookup, resolved]);
+    assert.equal(order[0], 'c-ares', order.join(', '));
+    assert.ok(order.indexOf('dns.lookup') > order.indexOf('pool job'), order.join(', '));
+  });
 });

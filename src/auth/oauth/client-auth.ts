@@ -18,38 +18,53 @@ function basicCredentials(request: FastifyRequest): { id: string; secret: string
   }
 }
 
-/**
- * Authenticates the client of a token, revocation or introspection request:
- * the static client with client_secret_basic or client_secret_post; public
- * clients (dynamic, metadata-URL) by client_id alone (method none), which is
- * why their codes are bound to a PKCE verifier. `requireConfidential` is for
- * introspection.
- */
-export async function authenticateClient(
-  deps: OAuthDeps,
-  request: FastifyRequest,
-  body: unknown,
-  options: { requireConfidential?: boolean } = {},
-): Promise<OAuthClient> {
+/** The client's claimed identity and secret, read without looking the client up (nothing fetched yet). */
+export interface ClientCredentials {
+  id: string;
+  secret: string | undefined;
+  /** The WWW-Authenticate challenge of a failure, when Basic was used (RFC 6749 section 5.2). */
+  challenge: Record<string, string> | undefined;
+}
+
+/** Reads client_secret_basic or the body's client_id / client_secret; one method, not two. */
+export function readClientCredentials(request: FastifyRequest, body: unknown): ClientCredentials {
   const basic = basicCredentials(request);
   const bodyId = param(body, 'client_id');
   const bodySecret = param(body, 'client_secret');
   if (basic && bodySecret !== undefined) throw invalidRequest('Use one client authentication method, not two.');
   if (basic && bodyId !== undefined && bodyId !== basic.id) throw invalidRequest('client_id does not match the Basic credentials.');
   const id = basic?.id ?? bodyId;
-  const secret = basic?.secret ?? bodySecret;
   const challenge = basic ? { 'www-authenticate': 'Basic realm="oauth"' } : undefined;
   if (!id) throw invalidClient('Client authentication is required (client_id).', challenge);
+  return { id, secret: basic?.secret ?? bodySecret, challenge };
+}
 
-  const client = await findClient(deps, id);
+/**
+ * Authenticates the client of a token, revocation or introspection request:
+ * the static client with client_secret_basic or client_secret_post; public
+ * clients (dynamic, metadata-URL) by client_id alone (method none), which is
+ * why their codes are bound to a PKCE verifier. `requireConfidential` is for
+ * introspection, and is decided on the client_id before any lookup, so that
+ * no other client can make the service fetch a metadata document there.
+ * `ip` counts a metadata document fetch in the requester's bucket.
+ */
+export async function authenticateClient(
+  deps: OAuthDeps,
+  credentials: ClientCredentials,
+  options: { requireConfidential?: boolean; ip?: string } = {},
+): Promise<OAuthClient> {
+  const { id, secret, challenge } = credentials;
+  if (options.requireConfidential && id !== deps.oauth.clientId) {
+    throw invalidClient('Only the confidential client may use this endpoint.', challenge);
+  }
+  const client = await findClient(deps, id, options.ip === undefined ? {} : { ip: options.ip });
   if (!client) throw invalidClient('Unknown client.', challenge);
   if (client.confidential) {
     if (secret === undefined || !safeEqual(secret, deps.oauth.clientSecret)) {
       throw invalidClient('Client authentication failed.', challenge);
     }
-  } else {
-    if (secret !== undefined) throw invalidClient('This client is public and has no secret.', challenge);
-    if (options.requireConfidential) throw invalidClient('Only the confidential client may use this endpoint.', challenge);
+  } else if (secret !== undefined) {
+    throw invalidClient('This client is public and has no secret.', challenge);
   }
   return client;
 }

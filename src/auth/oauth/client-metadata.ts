@@ -1,6 +1,8 @@
+import type { Logger } from 'pino';
 import type { Clock } from '../../platform/clock.ts';
+import type { RateLimiter } from '../../platform/limits.ts';
 import { fetchJsonDocument, type LookupFn, SafeFetchError } from '../../platform/safe-fetch.ts';
-import { invalidClient } from './errors.ts';
+import { invalidClient, OAuthError, slowDown } from './errors.ts';
 import { type GrantType, readClientFields } from './client-fields.ts';
 import type { ApplicationType } from './redirect-uris.ts';
 
@@ -25,53 +27,127 @@ export interface MetadataClient {
 const DEFAULT_TTL_S = 300;
 const MAX_TTL_S = 86_400;
 const CACHE_ENTRIES = 1000;
+/** Metadata fetches in flight at once, process-wide; beyond it a request fails at once rather than queueing. */
+export const MAX_CONCURRENT_FETCHES = 8;
+
+/**
+ * The one answer for every failure to obtain or use a metadata document. A
+ * message per cause (forbidden address, unknown name, closed port, refused
+ * connection, timeout...) would let anyone map the service's network through
+ * it (defect 8, OWASP SSRF Prevention Cheat Sheet: do not return the raw
+ * outcome); the cause goes to the log instead.
+ */
+export const METADATA_UNUSABLE = "The client's metadata document could not be fetched or is not usable.";
 
 /** Is this client_id a metadata-document URL (rather than a registered id)? */
 export function isMetadataClientId(clientId: string): boolean {
   return clientId.startsWith('https://') || clientId.startsWith('http://');
 }
 
+export interface ClientMetadataResolverOptions {
+  clock: Clock;
+  allowInsecure: boolean;
+  log: Logger;
+  /** Per requesting IP, counted for fetches only (a cached document costs nothing): OAUTH_LIMIT_METADATA_FETCH. */
+  limiter?: RateLimiter;
+  maxConcurrent?: number;
+  lookup?: LookupFn;
+}
+
 export class ClientMetadataResolver {
   readonly #cache = new Map<string, { client: MetadataClient; expiresAt: number }>();
+  /** Fetches under way, by URL: concurrent requests for one client share one fetch. */
+  readonly #inflight = new Map<string, Promise<MetadataClient>>();
+  #active = 0;
   readonly #clock: Clock;
   readonly #allowInsecure: boolean;
+  readonly #log: Logger;
+  readonly #limiter: RateLimiter | undefined;
+  readonly #maxConcurrent: number;
   readonly #lookup: LookupFn | undefined;
 
-  constructor(options: { clock: Clock; allowInsecure: boolean; lookup?: LookupFn }) {
+  constructor(options: ClientMetadataResolverOptions) {
     this.#clock = options.clock;
     this.#allowInsecure = options.allowInsecure;
+    this.#log = options.log;
+    this.#limiter = options.limiter;
+    this.#maxConcurrent = options.maxConcurrent ?? MAX_CONCURRENT_FETCHES;
     this.#lookup = options.lookup;
   }
 
-  /** The client the document describes; throws invalid_client with the reason when it cannot be used. */
-  async resolve(clientId: string): Promise<MetadataClient> {
+  /**
+   * The client the document describes. Throws invalid_client with
+   * {@link METADATA_UNUSABLE} when it cannot be fetched or used (the cause
+   * logged), slow_down (429) past the requesting IP's bucket, and
+   * temporarily_unavailable (503) when too many fetches are under way.
+   * `ip` is the requesting client's address; without it only the
+   * process-wide cap applies (the caller has its own per-IP bucket).
+   */
+  async resolve(clientId: string, options: { ip?: string | undefined } = {}): Promise<MetadataClient> {
     const now = this.#clock.now();
     const cached = this.#cache.get(clientId);
     if (cached && cached.expiresAt > now) return cached.client;
     this.#cache.delete(clientId);
+    const running = this.#inflight.get(clientId);
+    if (running) return running;
 
-    let fetched: Awaited<ReturnType<typeof fetchJsonDocument>>;
+    if (this.#limiter && options.ip !== undefined) {
+      const limit = await this.#limiter.consume(options.ip);
+      if (!limit.allowed) {
+        throw slowDown('Too many client metadata documents fetched for this address; try again later.', {
+          'retry-after': String(Math.max(1, Math.ceil(limit.retryAfterMs / 1000))),
+        });
+      }
+    }
+    if (this.#active >= this.#maxConcurrent) {
+      this.#log.warn({ active: this.#active }, 'client metadata fetch refused: too many under way');
+      throw new OAuthError('temporarily_unavailable', 'Too many client metadata documents are being fetched; try again in a moment.', 503, {
+        'retry-after': '1',
+      });
+    }
+    this.#active++;
+    const fetching = this.#fetch(clientId, now).finally(() => {
+      this.#active--;
+      this.#inflight.delete(clientId);
+    });
+    this.#inflight.set(clientId, fetching);
+    return fetching;
+  }
+
+  async #fetch(clientId: string, now: number): Promise<MetadataClient> {
+    let client: MetadataClient;
+    let ttl: number;
     try {
-      fetched = await fetchJsonDocument(clientId, {
+      const fetched = await fetchJsonDocument(clientId, {
         allowInsecure: this.#allowInsecure,
         timeoutMs: 5000,
         maxBytes: 64 * 1024,
         ...(this.#lookup ? { lookup: this.#lookup } : {}),
       });
+      client = validateDocument(clientId, fetched.json, this.#allowInsecure);
+      ttl = fetched.noStore ? 0 : Math.min(fetched.maxAgeSeconds ?? DEFAULT_TTL_S, MAX_TTL_S);
     } catch (err) {
       if (err instanceof SafeFetchError) {
-        throw invalidClient(`The client metadata document could not be fetched (${err.code}): ${err.message}`);
+        // The host, never the whole URL (its path or query may carry something the client would not log).
+        const level = err.code === 'forbidden_address' ? 'warn' : 'info';
+        this.#log[level]({ clientMetadata: { code: err.code, host: hostOf(clientId), reason: err.message } }, 'client metadata document not fetched');
+      } else if (err instanceof OAuthError) {
+        this.#log.info({ clientMetadata: { code: 'invalid_document', host: hostOf(clientId), reason: err.message } }, 'client metadata document refused');
+      } else {
+        throw err;
       }
-      throw err;
+      throw invalidClient(METADATA_UNUSABLE);
     }
-    const client = validateDocument(clientId, fetched.json, this.#allowInsecure);
-    const ttl = fetched.noStore ? 0 : Math.min(fetched.maxAgeSeconds ?? DEFAULT_TTL_S, MAX_TTL_S);
     if (ttl > 0) {
       if (this.#cache.size >= CACHE_ENTRIES) this.#cache.delete(this.#cache.keys().next().value as string);
       this.#cache.set(clientId, { client, expiresAt: now + ttl * 1000 });
     }
     return client;
   }
+}
+
+function hostOf(url: string): string {
+  return URL.parse(url)?.host ?? '(not a URL)';
 }
 
 /** Checks a fetched document against the URL it came from and our client rules. */

@@ -50,8 +50,13 @@ function hostOf(uri: string | null | undefined): string | null {
   }
 }
 
-/** The client with this id, or null when there is none. Metadata-URL failures throw invalid_client with the reason. */
-export async function findClient(deps: OAuthDeps, clientId: string): Promise<OAuthClient | null> {
+/**
+ * The client with this id, or null when there is none. A metadata-URL client
+ * costs a fetch unless its document is cached; failures throw (see
+ * ClientMetadataResolver.resolve). `ip`, the requesting client's address,
+ * counts the fetch in its OAUTH_LIMIT_METADATA_FETCH bucket.
+ */
+export async function findClient(deps: OAuthDeps, clientId: string, options: { ip?: string } = {}): Promise<OAuthClient | null> {
   if (clientId === deps.oauth.clientId) {
     const host = hostOf(deps.oauth.redirectUris[0]) ?? 'unknown';
     return {
@@ -68,7 +73,7 @@ export async function findClient(deps: OAuthDeps, clientId: string): Promise<OAu
     };
   }
   if (isMetadataClientId(clientId)) {
-    const doc = await deps.metadata.resolve(clientId);
+    const doc = await deps.metadata.resolve(clientId, options);
     const host = hostOf(doc.clientUri) ?? hostOf(doc.redirectUris[0]) ?? 'unknown';
     return {
       id: clientId,

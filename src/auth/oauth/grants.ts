@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { safeEqual, sha256 } from '../../platform/crypto.ts';
 import { formatScope, parseScopeOr, scopesCovered } from '../scopes.ts';
 import type { OAuthClient, OAuthDeps } from './clients.ts';
@@ -11,7 +11,15 @@ import {
   unauthorizedClient,
   unsupportedGrantType,
 } from './errors.ts';
-import { openFamily, revokeFamily, successorTokens, type TokenResponse, writeTokens } from './tokens.ts';
+import {
+  currentIssuance,
+  findRefreshToken,
+  openFamily,
+  revokeFamily,
+  rotateRefreshToken,
+  successorTokens,
+  type TokenResponse,
+} from './token-families.ts';
 
 const VERIFIER = /^[A-Za-z0-9._~-]{43,128}$/;
 
@@ -37,6 +45,32 @@ export async function grantTokens(
   if (grantType === 'refresh_token') return refresh(deps, client, body);
   if (!grantType) throw invalidRequest('grant_type is required.');
   throw unsupportedGrantType('Supported grant types: authorization_code, refresh_token.');
+}
+
+/**
+ * Defect 5: what the token endpoint can refuse before a metadata-URL client's
+ * document is fetched. The code or refresh token must exist and belong to
+ * this client_id, and the grant type must be one we serve; so an unknown or
+ * foreign code or token costs a database read, never an outbound fetch.
+ * Everything else (the document, then the grant's own checks) follows.
+ */
+export async function checkGrantBeforeClientFetch(deps: OAuthDeps, clientId: string, body: unknown): Promise<void> {
+  const grantType = param(body, 'grant_type');
+  if (grantType === 'authorization_code') {
+    const code = param(body, 'code');
+    if (!code) throw invalidRequest('code is required.');
+    const row = await deps.db.selectFrom('oauth_codes').select('client_id').where('code_hash', '=', sha256(code)).executeTakeFirst();
+    if (row?.client_id !== clientId) throw invalidGrant('The authorization code is invalid.');
+  } else if (grantType === 'refresh_token') {
+    const presented = param(body, 'refresh_token');
+    if (!presented) throw invalidRequest('refresh_token is required.');
+    const token = await findRefreshToken(deps.db, sha256(presented));
+    if (token?.client_id !== clientId) throw invalidGrant('The refresh token is invalid.');
+  } else if (!grantType) {
+    throw invalidRequest('grant_type is required.');
+  } else {
+    throw unsupportedGrantType('Supported grant types: authorization_code, refresh_token.');
+  }
 }
 
 /** RFC 8707: the token request may name the resource, but only one that was authorized. */
@@ -78,22 +112,16 @@ async function exchangeCode(deps: OAuthDeps, client: OAuthClient, body: unknown)
   }
   checkResource(body, row.resource);
 
+  const familyId = randomUUID();
   const result = await deps.db.transaction().execute(async (trx) => {
     const claimed = await trx
       .updateTable('oauth_codes')
-      .set({ used_at: now })
+      .set({ used_at: now, family_id: familyId })
       .where('id', '=', row.id)
       .where('used_at', 'is', null)
       .executeTakeFirst();
     if (Number(claimed.numUpdatedRows) !== 1) return null;
-    const { familyId, tokens } = await openFamily(deps, trx, {
-      clientId: client.id,
-      userId: row.user_id,
-      scope: row.scope,
-      resource: row.resource,
-    });
-    await trx.updateTable('oauth_codes').set({ family_id: familyId }).where('id', '=', row.id).execute();
-    return tokens;
+    return openFamily(deps, trx, { familyId, clientId: client.id, userId: row.user_id, scope: row.scope, resource: row.resource });
   });
   if (!result) {
     // A concurrent exchange won; this one is a reuse.
@@ -115,16 +143,11 @@ async function refresh(deps: OAuthDeps, client: OAuthClient, body: unknown): Pro
   const presented = param(body, 'refresh_token');
   if (!presented) throw invalidRequest('refresh_token is required.');
   const now = deps.clock.now();
-  const token = await deps.db
-    .selectFrom('oauth_refresh_tokens as t')
-    .innerJoin('oauth_families as f', 'f.id', 't.family_id')
-    .select(['t.id', 't.client_id', 't.user_id', 't.expires_at', 't.rotated_at', 't.revoked_at'])
-    .select(['f.id as family_id', 'f.scope as family_scope', 'f.resource', 'f.derive_key', 'f.revoked_at as family_revoked_at'])
-    .where('t.token_hash', '=', sha256(presented))
-    .executeTakeFirst();
+  const hash = sha256(presented);
+  const token = await findRefreshToken(deps.db, hash);
   if (!token || token.client_id !== client.id) throw invalidGrant('The refresh token is invalid.');
-  if (token.family_revoked_at !== null || token.revoked_at !== null) throw invalidGrant('The refresh token has been revoked.');
-  if (token.expires_at <= now) throw invalidGrant('The refresh token has expired.');
+  if (token.family_revoked_at !== null) throw invalidGrant('The refresh token has been revoked.');
+  if (token.refresh_expires_at <= now) throw invalidGrant('The refresh token has expired.');
 
   const granted = token.family_scope.split(' ');
   let scope = granted;
@@ -137,54 +160,34 @@ async function refresh(deps: OAuthDeps, client: OAuthClient, body: unknown): Pro
 
   const successors = successorTokens(token.derive_key, presented);
   if (token.rotated_at === null) {
-    const issued = await deps.db.transaction().execute(async (trx) => {
-      const claimed = await trx
-        .updateTable('oauth_refresh_tokens')
-        .set({ rotated_at: now })
-        .where('id', '=', token.id)
-        .where('rotated_at', 'is', null)
-        .where('revoked_at', 'is', null)
-        .executeTakeFirst();
-      if (Number(claimed.numUpdatedRows) !== 1) return null;
-      return writeTokens(deps, trx, {
-        familyId: token.family_id,
-        clientId: client.id,
-        userId: token.user_id,
-        scope: formatScope(scope),
-        resource: token.resource,
-        ...successors,
-      });
-    });
+    const issued = await rotateRefreshToken(deps, hash, { familyId: token.family_id, scope: formatScope(scope), ...successors });
     if (issued) return issued;
   }
-  return reuse(deps, token.id, token.family_id, successors);
+  return reuse(deps, hash, token.family_id, successors);
 }
 
-/** A rotated refresh token came back: the grace window's same successor, or the family's end. */
+/**
+ * The claim was lost: the family was revoked meanwhile (refused, nothing more
+ * to do), or the token was already rotated: the grace window's same
+ * successor, or the family's end.
+ */
 async function reuse(
   deps: OAuthDeps,
-  tokenId: string,
+  presentedHash: string,
   familyId: string,
   successors: { access: string; refresh: string },
 ): Promise<TokenResponse> {
   const now = deps.clock.now();
-  const rotated = await deps.db.selectFrom('oauth_refresh_tokens').select('rotated_at').where('id', '=', tokenId).executeTakeFirst();
-  if (deps.oauth.refreshGraceMs > 0 && rotated?.rotated_at != null && now - rotated.rotated_at <= deps.oauth.refreshGraceMs) {
-    const next = await deps.db
-      .selectFrom('oauth_refresh_tokens')
-      .select(['scope', 'rotated_at', 'revoked_at'])
-      .where('token_hash', '=', sha256(successors.refresh))
-      .executeTakeFirst();
-    const access = await deps.db
-      .selectFrom('oauth_access_tokens')
-      .select(['expires_at', 'revoked_at'])
-      .where('token_hash', '=', sha256(successors.access))
-      .executeTakeFirst();
-    if (next && access && next.rotated_at === null && next.revoked_at === null && access.revoked_at === null) {
+  const presented = await currentIssuance(deps.db, presentedHash);
+  if (!presented || presented.family_revoked_at !== null) throw invalidGrant('The refresh token has been revoked.');
+  const rotatedAt = presented.rotated_at;
+  if (deps.oauth.refreshGraceMs > 0 && rotatedAt !== null && now - rotatedAt <= deps.oauth.refreshGraceMs) {
+    const next = await currentIssuance(deps.db, sha256(successors.refresh));
+    if (next && next.rotated_at === null && next.family_revoked_at === null && next.access_expires_at > now) {
       return {
         access_token: successors.access,
         token_type: 'Bearer',
-        expires_in: Math.max(0, Math.floor((access.expires_at - now) / 1000)),
+        expires_in: Math.max(0, Math.floor((next.access_expires_at - now) / 1000)),
         refresh_token: successors.refresh,
         scope: next.scope,
       };

@@ -4,12 +4,13 @@ import { safeEqual, sha256 } from '../../platform/crypto.ts';
 import type { App } from '../../platform/http.ts';
 import { type BearerGrant, resolveBearer } from '../bearer.ts';
 import { SCOPES, scopesCovered } from '../scopes.ts';
-import { authenticateClient } from '../oauth/client-auth.ts';
+import { authenticateClient, readClientCredentials } from '../oauth/client-auth.ts';
+import { isMetadataClientId } from '../oauth/client-metadata.ts';
 import type { OAuthDeps } from '../oauth/clients.ts';
 import { insufficientScope, invalidRequest, invalidToken, param, requireFormBody, slowDown } from '../oauth/errors.ts';
-import { grantTokens } from '../oauth/grants.ts';
+import { checkGrantBeforeClientFetch, grantTokens } from '../oauth/grants.ts';
 import { registerClient } from '../oauth/registration.ts';
-import { revokeFamily } from '../oauth/tokens.ts';
+import { findTokenOwner, revokeAccessToken, revokeFamily } from '../oauth/token-families.ts';
 
 const NO_STORE = { 'cache-control': 'no-store', pragma: 'no-cache' };
 
@@ -75,7 +76,9 @@ export async function oauthEndpoints(app: App, opts: { deps: OAuthDeps; cors: bo
   app.post('/oauth/token', { schema: { hide: true }, ...corsHeaders }, async (request, reply) => {
     reply.headers(NO_STORE);
     requireFormBody(request.headers['content-type']);
-    const client = await authenticateClient(deps, request, request.body);
+    const credentials = readClientCredentials(request, request.body);
+    if (isMetadataClientId(credentials.id)) await checkGrantBeforeClientFetch(deps, credentials.id, request.body);
+    const client = await authenticateClient(deps, credentials, { ip: request.ip });
     return grantTokens(deps, client, request.body);
   });
 
@@ -93,10 +96,19 @@ export async function oauthEndpoints(app: App, opts: { deps: OAuthDeps; cors: bo
 
   app.post('/oauth/revoke', { schema: { hide: true }, ...corsHeaders }, async (request, reply) => {
     requireFormBody(request.headers['content-type']);
-    const client = await authenticateClient(deps, request, request.body);
+    const credentials = readClientCredentials(request, request.body);
     const token = param(request.body, 'token');
     if (!token) throw invalidRequest('token is required.');
-    await revoke(deps, client.id, token);
+    // The token is looked up first: for a metadata-URL client_id, an unknown or another client's token
+    // is nothing to revoke (RFC 7009 section 2.2: 200 all the same) and is not worth a document fetch.
+    const owner = await findTokenOwner(deps.db, sha256(token));
+    if (!isMetadataClientId(credentials.id) || owner?.clientId === credentials.id) {
+      const client = await authenticateClient(deps, credentials, { ip: request.ip });
+      if (owner?.clientId === client.id) {
+        if (owner.kind === 'refresh_token') await revokeFamily(deps, deps.db, owner.familyId, 'revoked by client');
+        else await revokeAccessToken(deps.db, sha256(token), deps.clock.now());
+      }
+    }
     // RFC 7009 section 2.2: 200 whether or not the token was known.
     return reply.status(200).headers(NO_STORE).send();
   });
@@ -106,7 +118,8 @@ export async function oauthEndpoints(app: App, opts: { deps: OAuthDeps; cors: bo
     requireFormBody(request.headers['content-type']);
     const key = request.headers['x-api-key'];
     if (typeof key !== 'string' || !safeEqual(key, opts.apiKey)) {
-      await authenticateClient(deps, request, request.body, { requireConfidential: true });
+      // Decided on the client_id before any lookup: no other client can make this endpoint fetch a document.
+      await authenticateClient(deps, readClientCredentials(request, request.body), { requireConfidential: true });
     }
     const token = param(request.body, 'token');
     if (!token) throw invalidRequest('token is required.');
@@ -138,7 +151,11 @@ export async function oauthEndpoints(app: App, opts: { deps: OAuthDeps; cors: bo
   app.post('/oauth/userinfo', { schema: userinfoSchema }, userinfo);
 }
 
-/** RFC 7662 section 2.2 response, for access tokens and personal access tokens alike. */
+/**
+ * RFC 7662 section 2.2 response, for access tokens and personal access tokens
+ * alike. `token_type` is the OAuth token type (RFC 7662 section 2.2, RFC 6750):
+ * both are Bearer tokens; `token_kind` tells them apart.
+ */
 function introspection(deps: OAuthDeps, grant: BearerGrant) {
   return {
     active: true,
@@ -150,27 +167,7 @@ function introspection(deps: OAuthDeps, grant: BearerGrant) {
     iat: Math.floor(grant.issuedAt / 1000),
     iss: deps.issuer,
     ...(grant.resource ? { aud: grant.resource } : {}),
-    token_type: grant.kind,
+    token_type: 'Bearer',
+    token_kind: grant.kind,
   };
-}
-
-/** Revokes a refresh token (and so its family) or an access token, if it belongs to the client. */
-async function revoke(deps: OAuthDeps, clientId: string, token: string): Promise<void> {
-  const hash = sha256(token);
-  const refresh = await deps.db
-    .selectFrom('oauth_refresh_tokens')
-    .select(['family_id', 'client_id'])
-    .where('token_hash', '=', hash)
-    .executeTakeFirst();
-  if (refresh) {
-    if (refresh.client_id === clientId) await revokeFamily(deps, deps.db, refresh.family_id, 'revoked by client');
-    return;
-  }
-  await deps.db
-    .updateTable('oauth_access_tokens')
-    .set({ revoked_at: deps.clock.now() })
-    .where('token_hash', '=', hash)
-    .where('client_id', '=', clientId)
-    .where('revoked_at', 'is', null)
-    .execute();
 }

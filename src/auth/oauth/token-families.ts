@@ -1,0 +1,213 @@
+import { createHmac, createSecretKey, randomBytes } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import { randomToken, sha256 } from '../../platform/crypto.ts';
+import { precompiled } from '../../platform/db.ts';
+import { ACCESS_TOKEN_PREFIX } from '../bearer.ts';
+import type { AuthTables } from '../schema.ts';
+import type { OAuthDeps } from './clients.ts';
+
+/**
+ * Access and refresh tokens, grouped in families (table `oauth_families`):
+ * one family per authorization (code exchange); every refresh token rotated
+ * from it and every access token issued along the way belongs to it, so a
+ * replayed code or refresh token can revoke them all at once.
+ *
+ * Each issuance (the code exchange, then every refresh) is one row of
+ * `oauth_tokens` holding the access and the refresh token's hashes. The
+ * family row is the single source of truth for revocation: every lookup
+ * joins it, so revoking is one conditional update, atomic by itself, and no
+ * token issued by a refresh that raced the revocation can outlive it.
+ */
+export const REFRESH_TOKEN_PREFIX = 'ort_';
+
+export interface TokenResponse {
+  access_token: string;
+  token_type: 'Bearer';
+  expires_in: number;
+  refresh_token: string;
+  scope: string;
+}
+
+type Db = Kysely<AuthTables>;
+
+/**
+ * The tokens that succeed a refresh token, derived from it under the family's
+ * key: presenting the same refresh token again yields the same successors, so
+ * the reuse grace window can hand back "the same successor" without ever
+ * storing a plaintext token. The key alone is useless without a refresh token,
+ * which is never stored.
+ */
+export function successorTokens(deriveKey: string, presented: string): { access: string; refresh: string } {
+  const key = createSecretKey(Buffer.from(deriveKey, 'base64url'));
+  const derive = (label: string) => createHmac('sha256', key).update(`${label}:${presented}`).digest('base64url');
+  return { access: ACCESS_TOKEN_PREFIX + derive('access'), refresh: REFRESH_TOKEN_PREFIX + derive('refresh') };
+}
+
+/** A refresh token with its family, as the refresh grant checks it. */
+export interface RefreshTokenRow {
+  family_id: string;
+  client_id: string;
+  user_id: string;
+  family_scope: string;
+  resource: string | null;
+  derive_key: string;
+  family_revoked_at: number | null;
+  refresh_expires_at: number;
+  rotated_at: number | null;
+}
+
+// Parameter: refresh token hash. On SQLite it reads the last committed state: the claim below decides.
+const refreshTokenQuery = precompiled((db: Kysely<AuthTables>) =>
+  db
+    .selectFrom('oauth_tokens as t')
+    .innerJoin('oauth_families as f', 'f.id', 't.family_id')
+    .select(['t.family_id', 'f.client_id', 'f.user_id', 'f.scope as family_scope', 'f.resource', 'f.derive_key'])
+    .select(['f.revoked_at as family_revoked_at', 't.refresh_expires_at', 't.rotated_at'])
+    .where('t.refresh_hash', '=', ''),
+);
+
+export async function findRefreshToken(db: Db, refreshHash: string): Promise<RefreshTokenRow | undefined> {
+  return (await refreshTokenQuery(db, [refreshHash])) as RefreshTokenRow | undefined;
+}
+
+interface Issue {
+  familyId: string;
+  scope: string;
+  access: string;
+  refresh: string;
+}
+
+/** Writes one issuance: an access and a refresh token of a family, in one row. */
+async function writeTokens(deps: OAuthDeps, trx: Db, issue: Issue): Promise<TokenResponse> {
+  const now = deps.clock.now();
+  await trx
+    .insertInto('oauth_tokens')
+    .values({
+      refresh_hash: sha256(issue.refresh),
+      access_hash: sha256(issue.access),
+      family_id: issue.familyId,
+      scope: issue.scope,
+      created_at: now,
+      access_expires_at: now + deps.oauth.accessTtlMs,
+      refresh_expires_at: now + deps.oauth.refreshTtlMs,
+      rotated_at: null,
+    })
+    .execute();
+  return {
+    access_token: issue.access,
+    token_type: 'Bearer',
+    expires_in: Math.floor(deps.oauth.accessTtlMs / 1000),
+    refresh_token: issue.refresh,
+    scope: issue.scope,
+  };
+}
+
+/** Opens a family for a freshly claimed code and issues its first tokens (random, not derived). */
+export async function openFamily(
+  deps: OAuthDeps,
+  trx: Db,
+  grant: { familyId: string; clientId: string; userId: string; scope: string; resource: string | null },
+): Promise<TokenResponse> {
+  const now = deps.clock.now();
+  await trx
+    .insertInto('oauth_families')
+    .values({
+      id: grant.familyId,
+      user_id: grant.userId,
+      client_id: grant.clientId,
+      scope: grant.scope,
+      resource: grant.resource,
+      derive_key: randomBytes(32).toString('base64url'),
+      created_at: now,
+      revoked_at: null,
+    })
+    .execute();
+  // For the purge of registrations that never obtained a token; written at code exchanges, never at refreshes.
+  // The static and metadata-URL clients have no row: the update matches nothing.
+  await trx.updateTable('oauth_clients').set({ last_token_at: now }).where('client_id', '=', grant.clientId).execute();
+  return writeTokens(deps, trx, {
+    familyId: grant.familyId,
+    scope: grant.scope,
+    access: randomToken(ACCESS_TOKEN_PREFIX),
+    refresh: randomToken(REFRESH_TOKEN_PREFIX),
+  });
+}
+
+/**
+ * Rotates a refresh token: one transaction that marks the presented token
+ * rotated, only if it was not yet and its family is live (checked by the
+ * claiming statement itself, not by the earlier read), and writes the
+ * successors. Null when the claim lost: the token was rotated meanwhile or
+ * its family revoked.
+ */
+export async function rotateRefreshToken(
+  deps: OAuthDeps,
+  presentedHash: string,
+  issue: Issue,
+): Promise<TokenResponse | null> {
+  const now = deps.clock.now();
+  return deps.db.transaction().execute(async (trx) => {
+    const claimed = await trx
+      .updateTable('oauth_tokens')
+      .set({ rotated_at: now })
+      .where('refresh_hash', '=', presentedHash)
+      .where('rotated_at', 'is', null)
+      .where((eb) =>
+        eb.exists(eb.selectFrom('oauth_families as f').select('f.id').where('f.id', '=', issue.familyId).where('f.revoked_at', 'is', null)),
+      )
+      .executeTakeFirst();
+    if (Number(claimed.numUpdatedRows) !== 1) return null;
+    return writeTokens(deps, trx, issue);
+  });
+}
+
+/** Revokes a family, and so every token in it: one conditional write. Rows are kept, so later reuse is still recognised. */
+export async function revokeFamily(deps: Pick<OAuthDeps, 'clock' | 'log'>, db: Db, familyId: string, reason: string): Promise<void> {
+  await db.updateTable('oauth_families').set({ revoked_at: deps.clock.now() }).where('id', '=', familyId).where('revoked_at', 'is', null).execute();
+  deps.log.warn({ familyId, reason }, 'token family revoked');
+}
+
+/**
+ * Revokes every OAuth token family of a user (a password reset, an account
+ * taken back): one statement, so it commits with the caller's transaction
+ * when `db` is one. Returns how many families it revoked.
+ */
+export async function revokeUserFamilies(db: Db, userId: string, now: number): Promise<number> {
+  const res = await db
+    .updateTable('oauth_families')
+    .set({ revoked_at: now })
+    .where('user_id', '=', userId)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
+  return Number(res.numUpdatedRows);
+}
+
+/** Which family and client a token belongs to, whether it is a refresh or an access token; undefined when unknown. */
+export async function findTokenOwner(
+  db: Db,
+  tokenHash: string,
+): Promise<{ kind: 'refresh_token' | 'access_token'; familyId: string; clientId: string } | undefined> {
+  const row = await db
+    .selectFrom('oauth_tokens as t')
+    .innerJoin('oauth_families as f', 'f.id', 't.family_id')
+    .select(['t.refresh_hash', 't.family_id', 'f.client_id'])
+    .where((eb) => eb.or([eb('t.refresh_hash', '=', tokenHash), eb('t.access_hash', '=', tokenHash)]))
+    .executeTakeFirst();
+  if (!row) return undefined;
+  return { kind: row.refresh_hash === tokenHash ? 'refresh_token' : 'access_token', familyId: row.family_id, clientId: row.client_id };
+}
+
+/** RFC 7009 for an access token: it alone ends now (its row keeps the refresh token and the family alive). */
+export async function revokeAccessToken(db: Db, accessHash: string, now: number): Promise<void> {
+  await db.updateTable('oauth_tokens').set({ access_expires_at: now }).where('access_hash', '=', accessHash).where('access_expires_at', '>', now).execute();
+}
+
+/** An issuance as it stands now (read through the writer, never a stale snapshot): for the reuse decision after a lost claim. */
+export async function currentIssuance(db: Db, refreshHash: string) {
+  return db
+    .selectFrom('oauth_tokens as t')
+    .innerJoin('oauth_families as f', 'f.id', 't.family_id')
+    .select(['t.scope', 't.rotated_at', 't.access_hash', 't.access_expires_at', 'f.revoked_at as family_revoked_at'])
+    .where('t.refresh_hash', '=', refreshHash)
+    .executeTakeFirst();
+}
