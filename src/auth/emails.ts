@@ -1,11 +1,16 @@
 import type { Email } from '../platform/mail.ts';
 import type { AuthConfig } from './config.ts';
 
+/** A link carrying a token: a product's page (a template with `{token}`), or this service's own page at `path`. */
+function tokenLink(config: AuthConfig, template: string | undefined, path: string, token: string): string {
+  const encoded = encodeURIComponent(token);
+  if (template) return template.replaceAll('{token}', encoded);
+  return `${config.baseUrl}${path}?token=${encoded}`;
+}
+
 /** The link a verification email carries: AUTH_VERIFY_URL with the token, or this service's own page. */
 export function verificationLink(config: AuthConfig, token: string): string {
-  const encoded = encodeURIComponent(token);
-  if (config.verifyUrl) return config.verifyUrl.replaceAll('{token}', encoded);
-  return `${config.baseUrl}/verify?token=${encoded}`;
+  return tokenLink(config, config.verifyUrl, '/verify', token);
 }
 
 export function verificationEmail(config: AuthConfig, to: string, token: string): Email {
@@ -45,9 +50,7 @@ export function newSignInEmail(to: string, at: number, ip: string, userAgent: st
 
 /** The link a password reset email carries: AUTH_RESET_URL with the token, or this service's own page. */
 export function resetLink(config: AuthConfig, token: string): string {
-  const encoded = encodeURIComponent(token);
-  if (config.resetUrl) return config.resetUrl.replaceAll('{token}', encoded);
-  return `${config.baseUrl}/reset-password?token=${encoded}`;
+  return tokenLink(config, config.resetUrl, '/reset-password', token);
 }
 
 export function passwordResetEmail(config: AuthConfig, to: string, token: string): Email {

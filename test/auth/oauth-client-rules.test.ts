@@ -3,18 +3,10 @@ import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
 import type { TestAuth } from '../helpers/auth.ts';
 import { DB_KINDS } from '../helpers/env.ts';
-import { Browser, pkce, STATIC_CLIENT_ID, startOAuth } from '../helpers/oauth.ts';
-import { assertErrorPage, assertOAuthError, RawOAuth, startDocServer, type Who } from '../helpers/oauth-raw.ts';
+import { Browser, STATIC_CLIENT_ID, startOAuth } from '../helpers/oauth.ts';
+import { assertErrorPage, assertOAuthError, authorizeParams, RawOAuth, startDocServer, type Who } from '../helpers/oauth-raw.ts';
 
 // Item 11 and defect 6: what a client may register, and how the service holds it to it.
-
-const authorizeQuery = async (clientId: string, redirectUri: string) => ({
-  client_id: clientId,
-  redirect_uri: redirectUri,
-  response_type: 'code',
-  code_challenge: (await pkce()).challenge,
-  code_challenge_method: 'S256',
-});
 
 for (const kind of DB_KINDS) {
   describe(`client rules (${kind})`, () => {
@@ -30,7 +22,7 @@ for (const kind of DB_KINDS) {
 
     /** The authorization request's first answer: 302 to the login page when the redirect URI matched. */
     const authorize = async (clientId: string, redirectUri: string) =>
-      new Browser(false).request(raw.authorizeUrl(await authorizeQuery(clientId, redirectUri)));
+      new Browser(false).request(raw.authorizeUrl(await authorizeParams(clientId, redirectUri)));
     const accepted = async (clientId: string, redirectUri: string) => {
       const r = await authorize(clientId, redirectUri);
       assert.equal(r.status, 302, `${redirectUri}: ${r.text.slice(0, 200)}`);
@@ -101,7 +93,7 @@ for (const kind of DB_KINDS) {
         const uri = 'https://app.example:8443/cb?x=1';
         const clientId = await raw.publicClient([uri]);
         const browser = new Browser(false);
-        const start = await browser.request(raw.authorizeUrl(await authorizeQuery(clientId, uri)));
+        const start = await browser.request(raw.authorizeUrl(await authorizeParams(clientId, uri)));
         const page = await browser.request(start.location!);
         assert.equal(page.status, 200);
         assert.match(page.headers.get('content-security-policy')!, /; form-action 'self' https:\/\/app\.example:8443; frame-ancestors/);

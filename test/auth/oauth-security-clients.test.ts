@@ -3,19 +3,11 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import type { TestAuth } from '../helpers/auth.ts';
 import { DB_KINDS } from '../helpers/env.ts';
-import { Browser, pkce, startOAuth } from '../helpers/oauth.ts';
-import { assertErrorPage, assertOAuthError, RawOAuth, startDocServer } from '../helpers/oauth-raw.ts';
+import { Browser, startOAuth } from '../helpers/oauth.ts';
+import { assertErrorPage, assertOAuthError, authorizeParams, RawOAuth, startDocServer } from '../helpers/oauth-raw.ts';
 
 // RFC 9700 for the clients themselves: dynamic registration (RFC 7591) and
 // metadata-URL clients (SSRF, OWASP SSRF Prevention Cheat Sheet).
-
-const authorizeParams = async (clientId: string, redirectUri: string) => ({
-  client_id: clientId,
-  redirect_uri: redirectUri,
-  response_type: 'code',
-  code_challenge: (await pkce()).challenge,
-  code_challenge_method: 'S256',
-});
 
 for (const kind of DB_KINDS) {
   describe(`dynamic client registration (${kind})`, () => {

@@ -128,6 +128,17 @@ export class RawOAuth {
   }
 }
 
+/** The parameters of a well-formed authorization request with a fresh PKCE challenge. */
+export async function authorizeParams(clientId: string, redirectUri: string): Promise<Record<string, string>> {
+  return {
+    client_id: clientId,
+    redirect_uri: redirectUri,
+    response_type: 'code',
+    code_challenge: (await pkce()).challenge,
+    code_challenge_method: 'S256',
+  };
+}
+
 /** client_secret_post for the static client, client_id alone (method none) for the rest. */
 export function clientAuth(clientId: string): Record<string, string> {
   return clientId === STATIC_CLIENT_ID ? { client_id: clientId, client_secret: STATIC_CLIENT_SECRET } : { client_id: clientId };
