@@ -94,9 +94,14 @@ ratio against a baseline measured in the same run, or a latency bound that must 
      own and sends, each time, the refresh token of the previous response (autocannon's \`setupClient\`, \`setupRequest\` and
      \`onResponse\`). Each run, warm-up included, starts fresh chains (8 new authorizations): a run ends with requests in
      flight whose successors are lost. A non-2xx response, or a 2xx one without a new refresh token, would mean a broken
-     chain, measured on the wrong path; the verdict then reads INVALID. No target: the ratio, the absolute rate and the rate
+     chain, measured on the wrong path; the verdict then reads INVALID. Reported: the ratio, the absolute rate and the rate
      per core of the server's measured CPU, beside Keycloak's sizing figure of 120 refresh token requests per second per vCPU
-     (keycloak.org, "Concepts for sizing CPU and memory resources").
+     (keycloak.org, "Concepts for sizing CPU and memory resources"); per refresh, the server's CPU time (all its threads,
+     from /proc) and what it wrote: database rows (the server answers the bench over an IPC channel with SQLite's
+     \`total_changes()\` on its one write connection, read right before and after each measured slice) and bytes sent to
+     storage (\`write_bytes\` of /proc/<pid>/io over the same windows: the write-ahead log's appends and the checkpoints'
+     copies, all threads), each divided by the 2xx refreshes of the slices; and the exact latency of every 2xx refresh
+     (p50, p99). Target: p99 at most 3 × p50 (no request stalled behind a checkpoint or a burst of writes).
 
 ## Results
 

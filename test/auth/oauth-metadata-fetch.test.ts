@@ -111,7 +111,8 @@ describe('metadata-URL clients: refused before any fetch', () => {
     const start = server.docs.seen.length;
 
     const page = await new Browser(false).request(await authorizeUrl(raw, server.id('/slow/8')));
-    assertErrorPage(page);
+    assertErrorPage(page, 503);
+    assert.equal(page.headers.get('retry-after'), '1');
     assert.match(page.text, /Too many client metadata documents are being fetched/);
     const refused = await raw.refresh(clientId, tokens.refresh_token);
     assertOAuthError(refused, 503, 'temporarily_unavailable');

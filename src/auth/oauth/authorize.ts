@@ -28,7 +28,15 @@ export type Prompt = 'none' | 'login' | 'consent' | 'select_account';
 const PROMPTS: ReadonlySet<string> = new Set<Prompt>(['none', 'login', 'consent', 'select_account']);
 
 /** An error shown on our own page: the redirect URI is not trusted (yet), so we never redirect. */
-export class AuthorizePageError extends Error {}
+export class AuthorizePageError extends Error {
+  readonly status: number;
+  readonly headers: Record<string, string>;
+  constructor(message: string, status = 400, headers: Record<string, string> = {}) {
+    super(message);
+    this.status = status;
+    this.headers = headers;
+  }
+}
 
 /** Where to send an error once the redirect URI is trusted (RFC 6749 section 4.1.2.1, with iss: RFC 9207). */
 export class AuthorizeRedirectError extends Error {
@@ -120,7 +128,8 @@ export async function checkAuthorizationRequest(
   try {
     client = await findClient(deps, clientId);
   } catch (err) {
-    if (err instanceof OAuthError) throw new AuthorizePageError(err.message);
+    // A metadata document that cannot be had: one generic message; a busy fetcher keeps its 429/503 and Retry-After.
+    if (err instanceof OAuthError) throw new AuthorizePageError(err.message, err.status >= 429 ? err.status : 400, err.headers);
     throw err;
   }
   if (!client) throw new AuthorizePageError('The application is not registered with this service.');

@@ -1,4 +1,7 @@
+import type { Kysely } from 'kysely';
+import { precompiled } from '../../platform/db.ts';
 import type { RateLimiter } from '../../platform/limits.ts';
+import type { AuthTables } from '../schema.ts';
 import type { OAuthConfig } from '../config.ts';
 import type { AuthDeps } from '../deps.ts';
 import { type ClientMetadataResolver, isMetadataClientId } from './client-metadata.ts';
@@ -39,6 +42,11 @@ export interface OAuthClient {
   /** Scopes the client may ask for; null: any registered scope. */
   allowedScopes: string[] | null;
 }
+
+// Parameter: client_id. Precompiled: every token request of a registered client looks its row up.
+const registeredClientQuery = precompiled((db: Kysely<AuthTables>) =>
+  db.selectFrom('oauth_clients').selectAll().where('client_id', '=', ''),
+);
 
 function hostOf(uri: string | null | undefined): string | null {
   if (!uri) return null;
@@ -89,7 +97,7 @@ export async function findClient(deps: OAuthDeps, clientId: string, options: { i
     };
   }
   if (!clientId.startsWith('svc_') || clientId.length > 64) return null;
-  const row = await deps.db.selectFrom('oauth_clients').selectAll().where('client_id', '=', clientId).executeTakeFirst();
+  const row = await registeredClientQuery(deps.db, [clientId]);
   if (!row) return null;
   const redirectUris = JSON.parse(row.redirect_uris) as string[];
   const host = hostOf(row.client_uri) ?? hostOf(redirectUris[0]) ?? 'unknown';

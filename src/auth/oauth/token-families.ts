@@ -1,7 +1,8 @@
 import { createHmac, createSecretKey, randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { randomToken, sha256 } from '../../platform/crypto.ts';
-import { precompiled } from '../../platform/db.ts';
+import { type AnyDb, precompiled } from '../../platform/db.ts';
+import { preparedStatement } from '../../platform/prepared-statement.ts';
 import { ACCESS_TOKEN_PREFIX } from '../bearer.ts';
 import type { AuthTables } from '../schema.ts';
 import type { OAuthDeps } from './clients.ts';
@@ -77,22 +78,40 @@ interface Issue {
   refresh: string;
 }
 
+// The two statements of every rotation, compiled once (see preparedStatement).
+const insertTokens = preparedStatement(['refresh', 'access', 'family', 'scope', 'now', 'accessExpires', 'refreshExpires'], (db: AnyDb, p) =>
+  (db as Db).insertInto('oauth_tokens').values({
+    refresh_hash: p.refresh,
+    access_hash: p.access,
+    family_id: p.family,
+    scope: p.scope,
+    created_at: p.now,
+    access_expires_at: p.accessExpires,
+    refresh_expires_at: p.refreshExpires,
+    rotated_at: null,
+  }),
+);
+const claimRefreshToken = preparedStatement(['hash', 'family', 'now'], (db: AnyDb, p) =>
+  (db as Db)
+    .updateTable('oauth_tokens')
+    .set({ rotated_at: p.now })
+    .where('refresh_hash', '=', p.hash)
+    .where('rotated_at', 'is', null)
+    .where((eb) => eb.exists(eb.selectFrom('oauth_families as f').select('f.id').where('f.id', '=', p.family).where('f.revoked_at', 'is', null))),
+);
+
 /** Writes one issuance: an access and a refresh token of a family, in one row. */
 async function writeTokens(deps: OAuthDeps, trx: Db, issue: Issue): Promise<TokenResponse> {
   const now = deps.clock.now();
-  await trx
-    .insertInto('oauth_tokens')
-    .values({
-      refresh_hash: sha256(issue.refresh),
-      access_hash: sha256(issue.access),
-      family_id: issue.familyId,
-      scope: issue.scope,
-      created_at: now,
-      access_expires_at: now + deps.oauth.accessTtlMs,
-      refresh_expires_at: now + deps.oauth.refreshTtlMs,
-      rotated_at: null,
-    })
-    .execute();
+  await insertTokens(trx, {
+    refresh: sha256(issue.refresh),
+    access: sha256(issue.access),
+    family: issue.familyId,
+    scope: issue.scope,
+    now,
+    accessExpires: now + deps.oauth.accessTtlMs,
+    refreshExpires: now + deps.oauth.refreshTtlMs,
+  });
   return {
     access_token: issue.access,
     token_type: 'Bearer',
@@ -147,16 +166,8 @@ export async function rotateRefreshToken(
 ): Promise<TokenResponse | null> {
   const now = deps.clock.now();
   return deps.db.transaction().execute(async (trx) => {
-    const claimed = await trx
-      .updateTable('oauth_tokens')
-      .set({ rotated_at: now })
-      .where('refresh_hash', '=', presentedHash)
-      .where('rotated_at', 'is', null)
-      .where((eb) =>
-        eb.exists(eb.selectFrom('oauth_families as f').select('f.id').where('f.id', '=', issue.familyId).where('f.revoked_at', 'is', null)),
-      )
-      .executeTakeFirst();
-    if (Number(claimed.numUpdatedRows) !== 1) return null;
+    const claimed = await claimRefreshToken(trx, { hash: presentedHash, family: issue.familyId, now });
+    if (Number(claimed.numAffectedRows) !== 1) return null;
     return writeTokens(deps, trx, issue);
   });
 }

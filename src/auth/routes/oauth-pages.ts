@@ -62,7 +62,8 @@ export async function oauthPages(app: App, deps: OAuthDeps): Promise<void> {
       return await handle();
     } catch (err) {
       if (err instanceof AuthorizeRedirectError) return reply.redirect(err.url, status);
-      if (err instanceof AuthorizePageError || err instanceof OAuthError) return errorPage(reply, 400, err.message);
+      if (err instanceof AuthorizePageError) return errorPage(reply.headers(err.headers), err.status, err.message);
+      if (err instanceof OAuthError) return errorPage(reply, 400, err.message);
       if (err instanceof CsrfError) return errorPage(reply, 403, err.message);
       throw err;
     }
