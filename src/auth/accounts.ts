@@ -3,6 +3,7 @@ import type { Kysely } from 'kysely';
 import { randomToken, sha256 } from '../platform/crypto.ts';
 import { isUniqueViolation } from '../platform/db.ts';
 import { fieldProblem, HttpProblem, tooManyRequests } from '../platform/errors.ts';
+import type { RateLimiter } from '../platform/limits.ts';
 import { enqueueEmail } from '../platform/mail.ts';
 import type { AuthDeps } from './deps.ts';
 import { normalizeEmail } from './email-address.ts';
@@ -116,18 +117,32 @@ export async function verifyEmail(deps: AuthDeps, token: string): Promise<User> 
 }
 
 /**
+ * The per-IP bucket, then the per-address one (mail bombing of one address
+ * from many IPs), for endpoints that answer the same whatever happens: true
+ * when either refuses, counted in metrics, never told to the caller.
+ */
+export async function silentlyLimited(
+  deps: Pick<AuthDeps, 'metrics'>,
+  [byIp, byAddress]: [RateLimiter, RateLimiter],
+  ip: string,
+  email: string,
+  bucket: string,
+): Promise<boolean> {
+  const ipResult = await byIp.consume(ip);
+  const result = ipResult.allowed ? await byAddress.consume(email) : ipResult;
+  if (result.allowed) return false;
+  deps.metrics.rateLimited.inc({ bucket });
+  return true;
+}
+
+/**
  * Sends a fresh verification email to an existing unverified account. The
  * caller answers the same whatever happens here, so the reply tells nothing
  * about which addresses have accounts; limits apply silently.
  */
 export async function resendVerification(deps: AuthDeps, input: { email: string; ip: string }): Promise<void> {
   const email = requireEmail(input.email);
-  const byIp = await deps.limiters.resend.consume(input.ip);
-  const byEmail = byIp.allowed ? await deps.limiters.resendPerEmail.consume(email) : byIp;
-  if (!byEmail.allowed) {
-    deps.metrics.rateLimited.inc({ bucket: 'resend' });
-    return;
-  }
+  if (await silentlyLimited(deps, [deps.limiters.resend, deps.limiters.resendPerEmail], input.ip, email, 'resend')) return;
   const queued = await deps.db.transaction().execute(async (trx) => {
     const user = await trx.selectFrom('users').select(['id', 'email_verified_at']).where('email', '=', email).executeTakeFirst();
     if (!user || user.email_verified_at !== null) return false;

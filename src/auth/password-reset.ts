@@ -4,7 +4,7 @@ import { randomToken, sha256 } from '../platform/crypto.ts';
 import { HttpProblem } from '../platform/errors.ts';
 import { enqueueEmail } from '../platform/mail.ts';
 import { revokeAccountGrants } from './account-grants.ts';
-import { requireEmail, requirePassword } from './accounts.ts';
+import { requireEmail, requirePassword, silentlyLimited } from './accounts.ts';
 import type { AuthDeps } from './deps.ts';
 import { passwordChangedEmail, passwordResetEmail } from './emails.ts';
 import { addressKey, clearAddressFailures } from './login-failures.ts';
@@ -36,12 +36,7 @@ const tokenExpired = () => new HttpProblem(410, 'token_expired', 'The reset link
  */
 export async function requestPasswordReset(deps: AuthDeps, input: { email: string; ip: string }): Promise<void> {
   const email = requireEmail(input.email);
-  const byIp = await deps.limiters.forgot.consume(input.ip);
-  const byEmail = byIp.allowed ? await deps.limiters.forgotPerEmail.consume(email) : byIp;
-  if (!byEmail.allowed) {
-    deps.metrics.rateLimited.inc({ bucket: 'forgot' });
-    return;
-  }
+  if (await silentlyLimited(deps, [deps.limiters.forgot, deps.limiters.forgotPerEmail], input.ip, email, 'forgot')) return;
   deps.background.run('password reset email', () => issueReset(deps, email));
 }
 

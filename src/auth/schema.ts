@@ -25,23 +25,9 @@ export interface AuthTables {
     ip: string;
     user_agent: string | null;
   };
-  verification_tokens: {
-    id: string;
-    user_id: string;
-    token_hash: string;
-    created_at: number;
-    expires_at: number;
-    used_at: number | null;
-  };
+  verification_tokens: SingleUseTokenRow;
   /** Password reset links (migration 0006): single use, only the token's SHA-256 is stored. */
-  password_reset_tokens: {
-    id: string;
-    user_id: string;
-    token_hash: string;
-    created_at: number;
-    expires_at: number;
-    used_at: number | null;
-  };
+  password_reset_tokens: SingleUseTokenRow;
   personal_access_tokens: {
     id: string;
     user_id: string;
@@ -115,6 +101,16 @@ export interface OAuthTokenRow {
   access_expires_at: number;
   refresh_expires_at: number;
   rotated_at: number | null;
+}
+
+/** A token sent by email that works once: verification and password reset links. */
+export interface SingleUseTokenRow {
+  id: string;
+  user_id: string;
+  token_hash: string;
+  created_at: number;
+  expires_at: number;
+  used_at: number | null;
 }
 
 export type AuthDb = Kysely<AuthTables>;
