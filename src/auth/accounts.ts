@@ -30,21 +30,39 @@ export function requirePassword(password: string, field = 'password'): void {
   }
 }
 
-/** Writes a fresh verification token and its email in the caller's transaction. */
-async function issueVerification(deps: AuthDeps, db: Kysely<AuthTables>, userId: string, email: string): Promise<void> {
-  const token = randomToken(VERIFICATION_PREFIX);
-  const now = deps.clock.now();
+/**
+ * Stores a fresh single-use email token (verification, password reset) for a
+ * user, only its SHA-256, in the caller's transaction; returns the token for the email.
+ */
+export async function insertEmailToken(
+  db: Kysely<AuthTables>,
+  table: 'verification_tokens' | 'password_reset_tokens',
+  token: { prefix: string; userId: string; now: number; ttlMs: number },
+): Promise<string> {
+  const value = randomToken(token.prefix);
   await db
-    .insertInto('verification_tokens')
+    .insertInto(table)
     .values({
       id: randomUUID(),
-      user_id: userId,
-      token_hash: sha256(token),
-      created_at: now,
-      expires_at: now + deps.config.verificationTtlMs,
+      user_id: token.userId,
+      token_hash: sha256(value),
+      created_at: token.now,
+      expires_at: token.now + token.ttlMs,
       used_at: null,
     })
     .execute();
+  return value;
+}
+
+/** Writes a fresh verification token and its email in the caller's transaction. */
+async function issueVerification(deps: AuthDeps, db: Kysely<AuthTables>, userId: string, email: string): Promise<void> {
+  const now = deps.clock.now();
+  const token = await insertEmailToken(db, 'verification_tokens', {
+    prefix: VERIFICATION_PREFIX,
+    userId,
+    now,
+    ttlMs: deps.config.verificationTtlMs,
+  });
   await enqueueEmail(db, deps.outbox, verificationEmail(deps.config, email, token));
 }
 

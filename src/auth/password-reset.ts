@@ -1,10 +1,9 @@
-import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import { randomToken, sha256 } from '../platform/crypto.ts';
+import { sha256 } from '../platform/crypto.ts';
 import { HttpProblem } from '../platform/errors.ts';
 import { enqueueEmail } from '../platform/mail.ts';
 import { revokeAccountGrants } from './account-grants.ts';
-import { requireEmail, requirePassword, silentlyLimited } from './accounts.ts';
+import { insertEmailToken, requireEmail, requirePassword, silentlyLimited } from './accounts.ts';
 import type { AuthDeps } from './deps.ts';
 import { passwordChangedEmail, passwordResetEmail } from './emails.ts';
 import { addressKey, clearAddressFailures } from './login-failures.ts';
@@ -41,24 +40,18 @@ export async function requestPasswordReset(deps: AuthDeps, input: { email: strin
 }
 
 async function issueReset(deps: AuthDeps, email: string): Promise<void> {
-  const token = randomToken(RESET_PREFIX);
   const now = deps.clock.now();
   const queued = await deps.db.transaction().execute(async (trx) => {
     const user = await trx.selectFrom('users').select('id').where('email', '=', email).executeTakeFirst();
     if (!user) return false;
     // One live link per account: a new request invalidates the links sent before it.
     await deleteUnusedResetTokens(trx, user.id);
-    await trx
-      .insertInto('password_reset_tokens')
-      .values({
-        id: randomUUID(),
-        user_id: user.id,
-        token_hash: sha256(token),
-        created_at: now,
-        expires_at: now + deps.config.resetTtlMs,
-        used_at: null,
-      })
-      .execute();
+    const token = await insertEmailToken(trx, 'password_reset_tokens', {
+      prefix: RESET_PREFIX,
+      userId: user.id,
+      now,
+      ttlMs: deps.config.resetTtlMs,
+    });
     await enqueueEmail(trx, deps.outbox, passwordResetEmail(deps.config, email, token));
     return true;
   });

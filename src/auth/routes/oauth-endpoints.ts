@@ -101,12 +101,13 @@ export async function oauthEndpoints(app: App, opts: { deps: OAuthDeps; cors: bo
     if (!token) throw invalidRequest('token is required.');
     // The token is looked up first: for a metadata-URL client_id, an unknown or another client's token
     // is nothing to revoke (RFC 7009 section 2.2: 200 all the same) and is not worth a document fetch.
-    const owner = await findTokenOwner(deps.db, sha256(token));
+    const hash = sha256(token);
+    const owner = await findTokenOwner(deps.db, hash);
     if (!isMetadataClientId(credentials.id) || owner?.clientId === credentials.id) {
       const client = await authenticateClient(deps, credentials, { ip: request.ip });
       if (owner?.clientId === client.id) {
         if (owner.kind === 'refresh_token') await revokeFamily(deps, deps.db, owner.familyId, 'revoked by client');
-        else await revokeAccessToken(deps.db, sha256(token), deps.clock.now());
+        else await revokeAccessToken(deps.db, hash, deps.clock.now());
       }
     }
     // RFC 7009 section 2.2: 200 whether or not the token was known.
