@@ -1,5 +1,5 @@
 import { join, resolve } from 'node:path';
-import { devSecret, EnvReader, type RateSetting } from '../platform/config.ts';
+import { devSecret, EnvReader, parseKey, type RateSetting } from '../platform/config.ts';
 import type { SmtpSettings } from '../platform/mail-transport.ts';
 import { parseTrustProxy, type TrustProxy } from '../platform/trust-proxy.ts';
 import { redirectUriProblem } from './oauth/redirect-uris.ts';
@@ -167,13 +167,6 @@ export function loadAuthConfig(env: Record<string, string | undefined> = process
   if (config.apiKeyGenerated) config.apiKey = devSecret(dataDir, 'AUTH_API_KEY');
   if (!encryptionKeyText) config.encryptionKey = parseKey(devSecret(dataDir, 'AUTH_ENCRYPTION_KEY'))!;
   return config;
-}
-
-/** A 32-byte key from 64 hex digits or 43 base64url characters (padding allowed); undefined otherwise. */
-function parseKey(text: string): Buffer | undefined {
-  if (/^[0-9a-fA-F]{64}$/.test(text)) return Buffer.from(text, 'hex');
-  if (/^[A-Za-z0-9_-]{43}=?$/.test(text)) return Buffer.from(text, 'base64url');
-  return undefined;
 }
 
 function loadOAuthConfig(r: EnvReader, production: boolean): OAuthConfig | undefined {

@@ -107,3 +107,10 @@ export function devSecret(dataDir: string, name: string): string {
   writeFileSync(file, `${JSON.stringify(secrets, null, 2)}\n`, { mode: 0o600 });
   return value;
 }
+
+/** A 32-byte key (AES-256) from 64 hex digits or 43 base64url characters (padding allowed); undefined otherwise. */
+export function parseKey(text: string): Buffer | undefined {
+  if (/^[0-9a-fA-F]{64}$/.test(text)) return Buffer.from(text, 'hex');
+  if (/^[A-Za-z0-9_-]{43}=?$/.test(text)) return Buffer.from(text, 'base64url');
+  return undefined;
+}

@@ -7,12 +7,22 @@ export class HttpProblem extends Error {
   readonly code: string;
   readonly headers: Record<string, string>;
   readonly errors: { field: string; message: string }[] | undefined;
+  /** The request field at fault, for formats that name one (the OpenAI error shape's `param`). */
+  readonly param: string | undefined;
+  /** The error's type where a format has types (OpenAI's `type`); unset: derived from the status. */
+  readonly type: string | undefined;
 
   constructor(
     status: number,
     code: string,
     detail: string,
-    options: { headers?: Record<string, string>; errors?: { field: string; message: string }[]; cause?: unknown } = {},
+    options: {
+      headers?: Record<string, string>;
+      errors?: { field: string; message: string }[];
+      param?: string;
+      type?: string;
+      cause?: unknown;
+    } = {},
   ) {
     super(detail, { cause: options.cause });
     this.name = 'HttpProblem';
@@ -20,6 +30,8 @@ export class HttpProblem extends Error {
     this.code = code;
     this.headers = options.headers ?? {};
     this.errors = options.errors;
+    this.param = options.param ?? options.errors?.[0]?.field;
+    this.type = options.type;
   }
 }
 

@@ -1,0 +1,169 @@
+import { join, resolve } from 'node:path';
+import { devSecret, EnvReader, parseKey, type RateSetting } from '../platform/config.ts';
+import type { SmtpSettings } from '../platform/mail-transport.ts';
+import { parseTrustProxy, type TrustProxy } from '../platform/trust-proxy.ts';
+
+export type SignupMode = 'open' | 'closed' | 'token';
+
+/**
+ * Which private upstreams a provider key's base_url may reach: none (every
+ * address must be public), all (`true`), or the listed hosts and CIDR ranges.
+ */
+export type PrivateUpstreams = { kind: 'none' } | { kind: 'all' } | { kind: 'list'; hosts: string[]; cidrs: string[] };
+
+export interface GatewayConfig {
+  production: boolean;
+  host: string;
+  port: number;
+  baseUrl: string;
+  dataDir: string;
+  databaseUrl: string | undefined;
+  sqlitePath: string;
+  redisUrl: string | undefined;
+  logLevel: string;
+  /** AES-256-GCM key sealing provider keys (and outbox bodies) at rest. */
+  encryptionKey: Buffer;
+  signup: SignupMode;
+  /** Required when signup is `token`: POST /api/v1/signup must carry it as `Authorization: Bearer`… see docs/configuration.md. */
+  adminToken: string | undefined;
+  /** Template with `{token}`; undefined: the gateway's own /auth/magic-link page. */
+  magicLinkUrl: string | undefined;
+  magicLinkTtlMs: number;
+  sessionTtlMs: number;
+  limits: { signup: RateSetting; magicLink: RateSetting; magicLinkPerEmail: RateSetting; verify: RateSetting };
+  trustProxy: TrustProxy;
+  /** Control-plane JSON bodies. */
+  controlBodyLimit: number;
+  /** Data-plane bodies (agent transcripts and base64 images are large): over it, 413 in the OpenAI shape. */
+  bodyLimit: number;
+  upstream: {
+    connectTimeoutMs: number;
+    /** Until the response headers arrive (a non-streamed answer is entirely within it). */
+    firstByteTimeoutMs: number;
+    /** Longest silence between two chunks of a body. */
+    idleTimeoutMs: number;
+    /** Keep-alive connections per upstream origin. */
+    connections: number;
+  };
+  allowPrivateUpstreams: PrivateUpstreams;
+  /** Anthropic requires max_tokens; sent when the client gave neither max_tokens nor max_completion_tokens. */
+  anthropicDefaultMaxTokens: number;
+  usage: { flushMs: number; batchSize: number };
+  smtp: SmtpSettings | undefined;
+  mail: { from: string; pollMs: number; maxAttempts: number; backoffBaseMs: number; backoffCapMs: number };
+  purgeIntervalMs: number;
+}
+
+const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
+const DAY = 24 * HOUR;
+
+/** Reads the gateway's settings; throws ConfigError listing every problem. */
+export function loadGatewayConfig(env: Record<string, string | undefined> = process.env): GatewayConfig {
+  const r = new EnvReader(env);
+  const production = env['NODE_ENV'] === 'production';
+  const why = 'when NODE_ENV=production';
+  const dataDir = resolve(r.string('DATA_DIR') ?? './data');
+  const port = r.int('GATEWAY_PORT', 8081, 0, 65535);
+
+  const encryptionKeyText = production
+    ? r.require('GATEWAY_ENCRYPTION_KEY', `${why} (it seals the tenants' provider keys at rest)`)
+    : r.string('GATEWAY_ENCRYPTION_KEY');
+  const encryptionKey = encryptionKeyText ? parseKey(encryptionKeyText) : undefined;
+  if (encryptionKeyText && !encryptionKey) {
+    r.problems.push('GATEWAY_ENCRYPTION_KEY must be 32 bytes written as 64 hex digits or 43 base64url characters (e.g. `openssl rand -hex 32`)');
+  }
+  const baseUrl = production ? r.url('GATEWAY_BASE_URL') : r.url('GATEWAY_BASE_URL', `http://localhost:${port}`);
+  if (production && !baseUrl) r.problems.push(`GATEWAY_BASE_URL is required ${why} (the public URL used in sign-in links)`);
+  const smtpHost = r.string('SMTP_HOST');
+  if (production && !smtpHost) r.problems.push(`SMTP_HOST is required ${why} (without it sign-in links are only printed to the log)`);
+
+  const signupText = (r.string('GATEWAY_SIGNUP') ?? 'open').toLowerCase();
+  if (!['open', 'closed', 'token'].includes(signupText)) r.problems.push(`GATEWAY_SIGNUP must be open, closed or token (got "${signupText}")`);
+  const signup = (['open', 'closed', 'token'].includes(signupText) ? signupText : 'open') as SignupMode;
+  const adminToken = r.string('GATEWAY_ADMIN_TOKEN');
+  if (signup === 'token' && !adminToken) r.problems.push('GATEWAY_ADMIN_TOKEN is required when GATEWAY_SIGNUP=token');
+  if (adminToken && adminToken.length < 32) r.problems.push('GATEWAY_ADMIN_TOKEN must be at least 32 characters');
+  const magicLinkUrl = r.string('GATEWAY_MAGIC_LINK_URL');
+  if (magicLinkUrl && !magicLinkUrl.includes('{token}')) r.problems.push('GATEWAY_MAGIC_LINK_URL must contain {token}');
+  const trustProxy = parseTrustProxy('GATEWAY_TRUST_PROXY', r.string('GATEWAY_TRUST_PROXY'));
+  if ('problem' in trustProxy) r.problems.push(trustProxy.problem);
+  const allowPrivateUpstreams = parsePrivateUpstreams(r.string('GATEWAY_ALLOW_PRIVATE_UPSTREAMS'), r.problems);
+
+  const config: GatewayConfig = {
+    production,
+    host: r.string('GATEWAY_HOST') ?? (production ? '0.0.0.0' : '127.0.0.1'),
+    port,
+    baseUrl: baseUrl ?? '',
+    dataDir,
+    databaseUrl: r.string('GATEWAY_DATABASE_URL'),
+    sqlitePath: join(dataDir, 'gateway.sqlite'),
+    redisUrl: r.string('REDIS_URL'),
+    logLevel: r.string('LOG_LEVEL') ?? 'info',
+    encryptionKey: encryptionKey ?? Buffer.alloc(0),
+    signup,
+    adminToken,
+    magicLinkUrl,
+    magicLinkTtlMs: 15 * MINUTE,
+    sessionTtlMs: r.int('GATEWAY_SESSION_TTL_DAYS', 30, 1, 365) * DAY,
+    limits: {
+      signup: r.rate('GATEWAY_LIMIT_SIGNUP', { points: 10, durationSeconds: 3600 }),
+      magicLink: r.rate('GATEWAY_LIMIT_MAGIC_LINK', { points: 10, durationSeconds: 3600 }),
+      magicLinkPerEmail: r.rate('GATEWAY_LIMIT_MAGIC_LINK_PER_EMAIL', { points: 3, durationSeconds: 3600 }),
+      verify: r.rate('GATEWAY_LIMIT_MAGIC_LINK_VERIFY', { points: 30, durationSeconds: 300 }),
+    },
+    trustProxy: 'value' in trustProxy ? trustProxy.value : false,
+    controlBodyLimit: 64 * 1024,
+    bodyLimit: r.int('GATEWAY_BODY_LIMIT_BYTES', 32 * 1024 * 1024, 1024, 512 * 1024 * 1024),
+    upstream: {
+      connectTimeoutMs: r.int('GATEWAY_UPSTREAM_CONNECT_TIMEOUT_MS', 10_000, 100, 600_000),
+      firstByteTimeoutMs: r.int('GATEWAY_UPSTREAM_FIRST_BYTE_TIMEOUT_MS', 300_000, 100, 3_600_000),
+      idleTimeoutMs: r.int('GATEWAY_UPSTREAM_IDLE_TIMEOUT_MS', 120_000, 100, 3_600_000),
+      connections: r.int('GATEWAY_UPSTREAM_CONNECTIONS', 128, 1, 10_000),
+    },
+    allowPrivateUpstreams,
+    anthropicDefaultMaxTokens: r.int('GATEWAY_ANTHROPIC_DEFAULT_MAX_TOKENS', 4096, 1, 1_000_000),
+    usage: {
+      flushMs: r.int('GATEWAY_USAGE_FLUSH_MS', 1000, 10, 60_000),
+      batchSize: r.int('GATEWAY_USAGE_BATCH_SIZE', 500, 1, 10_000),
+    },
+    smtp: smtpHost
+      ? {
+          host: smtpHost,
+          port: r.int('SMTP_PORT', 587, 1, 65535),
+          user: r.string('SMTP_USER'),
+          pass: r.string('SMTP_PASS'),
+          tlsCaFile: r.string('SMTP_TLS_CA'),
+        }
+      : undefined,
+    mail: {
+      from: r.string('SMTP_FROM') ?? 'AI Gateway <no-reply@localhost>',
+      pollMs: r.int('GATEWAY_MAIL_POLL_MS', 1000, 10, 60_000),
+      maxAttempts: r.int('GATEWAY_MAIL_MAX_ATTEMPTS', 10, 1, 50),
+      backoffBaseMs: r.int('GATEWAY_MAIL_BACKOFF_SECONDS', 30, 1, 3600) * 1000,
+      backoffCapMs: HOUR,
+    },
+    purgeIntervalMs: r.int('GATEWAY_PURGE_INTERVAL_MINUTES', 60, 1, 1440) * MINUTE,
+  };
+  r.throwIfProblems();
+  if (!encryptionKeyText) config.encryptionKey = parseKey(devSecret(dataDir, 'GATEWAY_ENCRYPTION_KEY'))!;
+  return config;
+}
+
+/** `true`, or a comma-separated list of host names and CIDR ranges (a bare address is its own /32 or /128). */
+function parsePrivateUpstreams(raw: string | undefined, problems: string[]): PrivateUpstreams {
+  const text = raw?.trim() ?? '';
+  if (text === '' || text.toLowerCase() === 'false') return { kind: 'none' };
+  if (text.toLowerCase() === 'true') return { kind: 'all' };
+  const hosts: string[] = [];
+  const cidrs: string[] = [];
+  for (const item of text.split(/[\s,]+/).filter(Boolean)) {
+    const [address, prefix] = item.split('/') as [string, string | undefined];
+    const family = address.includes(':') ? 6 : /^\d+(\.\d+){3}$/.test(address) ? 4 : 0;
+    if (family === 0 && prefix === undefined && /^[a-z0-9.-]+$/i.test(item)) hosts.push(item.toLowerCase());
+    else if (family !== 0 && (prefix === undefined || (/^\d+$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128)))) {
+      cidrs.push(prefix === undefined ? `${address}/${family === 4 ? 32 : 128}` : item);
+    } else problems.push(`GATEWAY_ALLOW_PRIVATE_UPSTREAMS: "${item}" is neither a host name nor an address or CIDR range`);
+  }
+  return { kind: 'list', hosts, cidrs };
+}

@@ -1,0 +1,31 @@
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { Clock } from '../platform/clock.ts';
+import type { DialectName } from '../platform/db.ts';
+import type { RateLimiter } from '../platform/limits.ts';
+import type { OutboxContext } from '../platform/mail.ts';
+import type { Metrics } from '../platform/metrics.ts';
+import type { GatewayConfig } from './config.ts';
+import type { GatewayDb } from './schema.ts';
+
+/** What the gateway's control-plane domain functions are handed; nothing is a module-level singleton. */
+export interface GatewayDeps {
+  db: GatewayDb;
+  dialect: DialectName;
+  clock: Clock;
+  config: GatewayConfig;
+  log: Logger;
+  metrics: Metrics;
+  limiters: {
+    signup: RateLimiter;
+    magicLink: RateLimiter;
+    magicLinkPerEmail: RateLimiter;
+    verify: RateLimiter;
+  };
+  /** Set when REDIS_URL is: state shared by replicas (rate limits, API-key revocations). */
+  redis: Redis | undefined;
+  /** What enqueueEmail needs: the clock and the key sealing email bodies. */
+  outbox: OutboxContext;
+  /** Nudges the outbox worker after a commit that queued mail. */
+  mailQueued: () => void;
+}

@@ -1,0 +1,99 @@
+import type { Migration } from 'kysely';
+import { jobRunsMigration } from '../platform/jobs.ts';
+import { outboxMigration } from '../platform/mail.ts';
+
+/** Migrations of the gateway, applied in key order; the same on SQLite and PostgreSQL. */
+export const gatewayMigrations: Record<string, Migration> = {
+  '0001_outbox': outboxMigration,
+  '0002_job_runs': jobRunsMigration,
+  '0003_tenants': {
+    async up(db) {
+      await db.schema
+        .createTable('tenants')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('email', 'text', (c) => c.notNull().unique())
+        .addColumn('store_bodies', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.schema
+        .createTable('gateway_sessions')
+        .addColumn('token_hash', 'text', (c) => c.primaryKey())
+        .addColumn('tenant_id', 'text', (c) => c.notNull().references('tenants.id').onDelete('cascade'))
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('expires_at', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('gateway_sessions_expires').on('gateway_sessions').column('expires_at').execute();
+      await db.schema
+        .createTable('magic_links')
+        .addColumn('token_hash', 'text', (c) => c.primaryKey())
+        .addColumn('tenant_id', 'text', (c) => c.notNull().references('tenants.id').onDelete('cascade'))
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('expires_at', 'bigint', (c) => c.notNull())
+        .addColumn('used_at', 'bigint')
+        .execute();
+      await db.schema.createIndex('magic_links_expires').on('magic_links').column('expires_at').execute();
+      await db.schema
+        .createTable('api_keys')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('tenant_id', 'text', (c) => c.notNull().references('tenants.id').onDelete('cascade'))
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('key_hash', 'text', (c) => c.notNull().unique())
+        .addColumn('prefix', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('last_used_at', 'bigint')
+        .addColumn('revoked_at', 'bigint')
+        .execute();
+      await db.schema.createIndex('api_keys_tenant').on('api_keys').column('tenant_id').execute();
+      await db.schema
+        .createTable('provider_keys')
+        .addColumn('tenant_id', 'text', (c) => c.notNull().references('tenants.id').onDelete('cascade'))
+        .addColumn('provider', 'text', (c) => c.notNull())
+        .addColumn('key_sealed', 'text', (c) => c.notNull())
+        .addColumn('key_last4', 'text', (c) => c.notNull())
+        .addColumn('base_url', 'text')
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addPrimaryKeyConstraint('provider_keys_pk', ['tenant_id', 'provider'])
+        .execute();
+    },
+  },
+  '0004_usage_records': {
+    async up(db) {
+      await db.schema
+        .createTable('usage_records')
+        .addColumn('request_id', 'text', (c) => c.primaryKey())
+        .addColumn('tenant_id', 'text', (c) => c.notNull())
+        .addColumn('key_id', 'text', (c) => c.notNull())
+        .addColumn('session_id', 'text')
+        .addColumn('tag', 'text')
+        .addColumn('model_requested', 'text', (c) => c.notNull())
+        .addColumn('model_used', 'text')
+        .addColumn('provider', 'text')
+        .addColumn('status', 'integer', (c) => c.notNull())
+        .addColumn('error_code', 'text')
+        .addColumn('stream', 'integer', (c) => c.notNull())
+        .addColumn('prompt_tokens', 'integer', (c) => c.notNull())
+        .addColumn('cached_tokens', 'integer', (c) => c.notNull())
+        .addColumn('cache_write_tokens', 'integer', (c) => c.notNull())
+        .addColumn('completion_tokens', 'integer', (c) => c.notNull())
+        .addColumn('reasoning_tokens', 'integer', (c) => c.notNull())
+        .addColumn('saved_tokens', 'integer', (c) => c.notNull())
+        .addColumn('cost_usd', 'double precision', (c) => c.notNull())
+        .addColumn('cost_saved_usd', 'double precision', (c) => c.notNull())
+        .addColumn('cache_status', 'text', (c) => c.notNull())
+        .addColumn('compaction', 'text', (c) => c.notNull())
+        .addColumn('overhead_ms', 'double precision', (c) => c.notNull())
+        .addColumn('upstream_ms', 'double precision', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('request_body', 'text')
+        .addColumn('response_body', 'text')
+        .execute();
+      // The request log and the usage totals: a tenant's rows newest first; the id breaks ties for the cursor.
+      await db.schema
+        .createIndex('usage_records_tenant_time')
+        .on('usage_records')
+        .columns(['tenant_id', 'created_at', 'request_id'])
+        .execute();
+    },
+  },
+};

@@ -1,0 +1,105 @@
+import type { Kysely } from 'kysely';
+import type { OutboxTable } from '../platform/mail.ts';
+
+/**
+ * Every table of the gateway. Times are epoch milliseconds; money is USD as
+ * double precision (sums of per-call costs, never compared for equality).
+ * Bearer secrets (sessions, magic links, API keys) are stored only as their
+ * SHA-256 (base64url, platform/crypto.ts `sha256`).
+ */
+export interface GatewayTables {
+  /** A workspace. `email` is the owner's address, lower-cased; one tenant per address. */
+  tenants: {
+    id: string;
+    name: string;
+    email: string;
+    /** 1: prompt and completion bodies are kept in usage_records (off by default). */
+    store_bodies: number;
+    created_at: number;
+  };
+  /** Control-plane sessions (`gws_` bearer tokens). */
+  gateway_sessions: {
+    token_hash: string;
+    tenant_id: string;
+    created_at: number;
+    expires_at: number;
+  };
+  /** Single-use sign-in links (`gwm_` tokens), valid 15 minutes. */
+  magic_links: {
+    token_hash: string;
+    tenant_id: string;
+    created_at: number;
+    expires_at: number;
+    used_at: number | null;
+  };
+  /** Data-plane keys (`sk-gw-` + 32 random bytes base64url). `prefix` is a short display form, never enough to use. */
+  api_keys: {
+    id: string;
+    tenant_id: string;
+    name: string;
+    key_hash: string;
+    prefix: string;
+    created_at: number;
+    last_used_at: number | null;
+    revoked_at: number | null;
+  };
+  /**
+   * One key per provider per tenant. `key_sealed` is AES-256-GCM
+   * (platform/crypto.ts `encrypt`) under GATEWAY_ENCRYPTION_KEY with the
+   * associated data {@link providerKeyAad}.
+   */
+  provider_keys: {
+    tenant_id: string;
+    provider: string;
+    key_sealed: string;
+    key_last4: string;
+    base_url: string | null;
+    created_at: number;
+  };
+  /** One row per data-plane call, written in batches off the hot path. */
+  usage_records: UsageRecordRow;
+  outbox: OutboxTable;
+  job_runs: { name: string; last_run_at: number };
+}
+
+export interface UsageRecordRow {
+  request_id: string;
+  tenant_id: string;
+  key_id: string;
+  session_id: string | null;
+  tag: string | null;
+  model_requested: string;
+  /** `provider/model` that answered; null when no provider was reached. */
+  model_used: string | null;
+  provider: string | null;
+  /** HTTP status sent to the client. */
+  status: number;
+  /** Stable error code when the call failed (ours or the provider's). */
+  error_code: string | null;
+  stream: number;
+  prompt_tokens: number;
+  cached_tokens: number;
+  cache_write_tokens: number;
+  completion_tokens: number;
+  reasoning_tokens: number;
+  saved_tokens: number;
+  cost_usd: number;
+  cost_saved_usd: number;
+  /** miss | hit | dedup | bypass */
+  cache_status: string;
+  /** none, or what compaction did */
+  compaction: string;
+  overhead_ms: number;
+  upstream_ms: number;
+  created_at: number;
+  /** Only when the tenant turned body storage on. */
+  request_body: string | null;
+  response_body: string | null;
+}
+
+/** Associated data binding a sealed provider key to its tenant and provider: a sealed key moved to another row no longer opens. */
+export function providerKeyAad(tenantId: string, provider: string): string {
+  return `provider-key:${tenantId}:${provider}`;
+}
+
+export type GatewayDb = Kysely<GatewayTables>;
