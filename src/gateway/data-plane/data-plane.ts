@@ -1,0 +1,91 @@
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import type { buildConnector } from 'undici';
+import type { Clock } from '../../platform/clock.ts';
+import type { GatewayConfig } from '../config.ts';
+import { type InvalidationBus, invalidationBus } from '../invalidation.ts';
+import { createGatewayMetrics } from '../metrics.ts';
+import { buildPipeline } from '../pipeline/pipeline.ts';
+import type { WireFormat } from '../providers/registry.ts';
+import type { ProviderAdapter } from '../providers/types.ts';
+import type { DataPlaneRouteDeps } from '../routes/data-plane.ts';
+import type { GatewayDb } from '../schema.ts';
+import { apiKeyStore } from './api-key-auth.ts';
+import { tenantContexts } from './tenant-context.ts';
+import { UpstreamPools } from './upstream-pools.ts';
+import { UsageWriter } from './usage-writer.ts';
+
+export interface DataPlane {
+  routes: DataPlaneRouteDeps;
+  bus: InvalidationBus;
+  usage: UsageWriter;
+  /** After the HTTP server has drained: writes the queued usage records, closes pools and the bus. */
+  close(): Promise<void>;
+}
+
+/** Largest non-streamed provider answer read. */
+const MAX_RESPONSE_BYTES = 32 * 1024 * 1024;
+
+/** Wires the data plane's parts: caches, invalidation, pools, the usage writer and the pipeline. */
+export function createDataPlane(options: {
+  db: GatewayDb;
+  clock: Clock;
+  config: GatewayConfig;
+  log: Logger;
+  registry: Registry;
+  redis: Redis | undefined;
+  adapters: Readonly<Record<WireFormat, ProviderAdapter>>;
+  connector: (origin: URL, connectTimeoutMs: number) => buildConnector.connector;
+}): DataPlane {
+  const { db, clock, config, log } = options;
+  const bus = invalidationBus(options.redis, log);
+  const metrics = createGatewayMetrics(options.registry);
+  const usage = new UsageWriter({
+    db,
+    log,
+    flushMs: config.usage.flushMs,
+    batchSize: config.usage.batchSize,
+    onDropped: (count) => metrics.usageDropped.inc(count),
+  });
+  const pools = new UpstreamPools({
+    connectTimeoutMs: config.upstream.connectTimeoutMs,
+    connections: config.upstream.connections,
+    connector: options.connector,
+  });
+  const run = buildPipeline({
+    usage,
+    metrics,
+    adapters: options.adapters,
+    upstream: {
+      pools,
+      firstByteTimeoutMs: config.upstream.firstByteTimeoutMs,
+      idleTimeoutMs: config.upstream.idleTimeoutMs,
+      maxResponseBytes: MAX_RESPONSE_BYTES,
+    },
+  });
+  const routes: DataPlaneRouteDeps = {
+    apiKeys: apiKeyStore({ db, clock, bus }),
+    tenants: tenantContexts({
+      db,
+      clock,
+      bus,
+      encryptionKey: config.encryptionKey,
+      onUnreadableKey: (tenantId, provider) =>
+        log.error({ tenantId, provider }, 'a stored provider key does not open with GATEWAY_ENCRYPTION_KEY; it is ignored'),
+    }),
+    clock,
+    bodyLimit: config.bodyLimit,
+    run,
+  };
+  return {
+    routes,
+    bus,
+    usage,
+    async close() {
+      await usage.close();
+      await pools.close();
+      await bus.close();
+    },
+  };
+}

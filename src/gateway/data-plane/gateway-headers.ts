@@ -1,0 +1,28 @@
+import { formatUsd } from '../catalog/cost.ts';
+import type { Call } from '../pipeline/call.ts';
+
+/**
+ * What the gateway did, on every answer (streams included: there they are
+ * sent with the status line, before the first byte, so a stream's cost is
+ * `pending`; its final figures are in the usage chunk and the usage record).
+ * Values are ASCII by construction: ids, provider and catalog model names.
+ */
+export function gatewayHeaders(call: Call): Record<string, string> {
+  const target = call.target;
+  const pending = call.stream && call.streamOpened === false;
+  return {
+    'x-gateway-request-id': call.requestId,
+    'x-gateway-model': target ? headerSafe(`${target.provider.id}/${call.modelUsed ?? target.model}`) : '',
+    'x-gateway-provider': target?.provider.id ?? '',
+    'x-gateway-cache': call.cacheStatus,
+    'x-gateway-tokens-saved': String(call.tokensSaved),
+    'x-gateway-compaction': call.compaction,
+    'x-gateway-cost': pending ? 'pending' : formatUsd(call.costUsd),
+    'x-gateway-overhead-ms': (call.overheadMs ?? performance.now() - call.startedAt - call.upstreamMs).toFixed(2),
+  };
+}
+
+/** A model name a provider sent back could hold anything; a header value may only hold visible ASCII and spaces. */
+function headerSafe(value: string): string {
+  return /^[\x20-\x7e]*$/.test(value) ? value : encodeURIComponent(value);
+}

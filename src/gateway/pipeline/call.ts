@@ -1,0 +1,87 @@
+import type { ServerResponse } from 'node:http';
+import type { FastifyBaseLogger } from 'fastify';
+import type { CatalogModel } from '../catalog/models.ts';
+import type { ApiKeyPrincipal } from '../data-plane/api-key-auth.ts';
+import type { TenantContext } from '../data-plane/tenant-context.ts';
+import type { ProviderInfo } from '../providers/registry.ts';
+import type { ChatRequest, ProviderAdapter, TokenUsage } from '../providers/types.ts';
+
+export type CacheStatus = 'miss' | 'hit' | 'dedup' | 'bypass';
+
+/** Where a call goes: chosen by routing (today: the model the client named). */
+export interface CallTarget {
+  provider: ProviderInfo;
+  /** The provider's model id. */
+  model: string;
+  entry: CatalogModel | undefined;
+  adapter: ProviderAdapter;
+  apiKey: string;
+  baseUrl: URL;
+}
+
+/**
+ * One data-plane call as it moves through the pipeline. Stages read what
+ * earlier stages decided and add their own part; the route turns the result
+ * into the reply and the X-Gateway-* headers.
+ */
+export interface Call {
+  readonly requestId: string;
+  /** performance.now() when the request arrived. */
+  readonly startedAt: number;
+  /** Epoch ms, for the usage record. */
+  readonly receivedAt: number;
+  readonly principal: ApiKeyPrincipal;
+  readonly tenant: TenantContext;
+  body: ChatRequest;
+  readonly stream: boolean;
+  /** The client asked for `stream_options.include_usage`. */
+  readonly includeUsage: boolean;
+  readonly modelRequested: string;
+  readonly sessionId: string | undefined;
+  readonly tag: string | undefined;
+  /** Fires when the client goes away before the answer is complete: the upstream request is aborted. */
+  readonly signal: AbortSignal;
+  readonly log: FastifyBaseLogger;
+  /** The raw response, written directly once a stream starts. */
+  readonly response: ServerResponse;
+  /** Writes the status line and headers of a stream (the X-Gateway-* headers as known then). */
+  readonly openStream: () => void;
+
+  target: CallTarget | undefined;
+  cacheStatus: CacheStatus;
+  /** What compaction did ("none" until the compaction stage exists). */
+  compaction: string;
+  tokensSaved: number;
+  costSavedUsd: number;
+  usage: TokenUsage | undefined;
+  /** USD; undefined when the model has no price in the catalog. */
+  costUsd: number | undefined;
+  /** The model that answered, as the provider named it. */
+  modelUsed: string | undefined;
+  /** Time spent waiting on the provider, ms. */
+  upstreamMs: number;
+  /** The gateway's own time before the first byte went out, ms (set when the answer starts). */
+  overheadMs: number | undefined;
+  /** The complete (non-streamed) answer body. */
+  result: string | undefined;
+  /** The answer as sent (streams: the SSE text), kept only when the tenant stores bodies. */
+  storedResponse: string | undefined;
+  /** True once the stream's headers were written: errors can then only travel inside the stream. */
+  streamOpened: boolean;
+  status: number;
+  errorCode: string | undefined;
+}
+
+/** A pipeline stage: does its part, and calls `next` to hand the call on (or answers without it: a cache hit). */
+export type Stage = (call: Call, next: () => Promise<void>) => Promise<void>;
+
+/** Runs the stages in order, each around the rest (the first stage sees the whole call, the last makes it). */
+export function compose(stages: readonly Stage[]): (call: Call) => Promise<void> {
+  return (call) => {
+    const step = (i: number): Promise<void> => {
+      const stage = stages[i];
+      return stage ? stage(call, () => step(i + 1)) : Promise.resolve();
+    };
+    return step(0);
+  };
+}

@@ -1,0 +1,80 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Clock } from '../../platform/clock.ts';
+import type { TenantContext } from '../data-plane/tenant-context.ts';
+import { invalidHeader } from '../openai-errors.ts';
+import type { ChatRequest } from '../providers/types.ts';
+import type { Call } from './call.ts';
+
+/** X-Gateway-Session-Id and X-Gateway-Tag: at most 128 visible ASCII characters (they land in logs, records and filters). */
+const LABEL = /^[\x21-\x7e](?:[\x20-\x7e]{0,126}[\x21-\x7e])?$/;
+
+function label(request: FastifyRequest, name: string): string | undefined {
+  const value = request.headers[name];
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string' || !LABEL.test(value)) {
+    throw invalidHeader(name, 'must be 1 to 128 printable ASCII characters, sent once.');
+  }
+  return value;
+}
+
+/** A new call for a validated chat request; `openStream` writes the stream's head with the headers given then. */
+export function newCall(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  tenant: TenantContext,
+  clock: Clock,
+  streamHeaders: (call: Call) => Record<string, string>,
+): Call {
+  const body = request.body as ChatRequest;
+  const sessionId = label(request, 'x-gateway-session-id');
+  const tag = label(request, 'x-gateway-tag');
+  const controller = new AbortController();
+  const res = reply.raw;
+  res.once('close', () => {
+    if (!res.writableFinished) controller.abort();
+  });
+  const call: Call = {
+    requestId: request.id,
+    startedAt: performance.now(),
+    receivedAt: clock.now(),
+    principal: request.principal,
+    tenant,
+    body,
+    stream: body.stream === true,
+    includeUsage: body.stream_options?.include_usage === true,
+    modelRequested: body.model,
+    sessionId,
+    tag,
+    signal: controller.signal,
+    log: request.log,
+    response: res,
+    openStream() {
+      call.overheadMs = performance.now() - call.startedAt - call.upstreamMs;
+      const headers = streamHeaders(call);
+      call.streamOpened = true;
+      reply.hijack();
+      res.writeHead(200, {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-cache',
+        'x-request-id': request.id,
+        ...headers,
+      });
+    },
+    target: undefined,
+    cacheStatus: 'bypass',
+    compaction: 'none',
+    tokensSaved: 0,
+    costSavedUsd: 0,
+    usage: undefined,
+    costUsd: undefined,
+    modelUsed: undefined,
+    upstreamMs: 0,
+    overheadMs: undefined,
+    result: undefined,
+    storedResponse: undefined,
+    streamOpened: false,
+    status: 200,
+    errorCode: undefined,
+  };
+  return call;
+}

@@ -1,0 +1,59 @@
+import { once } from 'node:events';
+import type { Readable } from 'node:stream';
+import type { HttpProblem } from '../../../platform/errors.ts';
+import type { ChatStream } from '../../providers/types.ts';
+import type { Call } from '../call.ts';
+
+/** At most this much of a stream is kept for a tenant that stores bodies. */
+const STORED_STREAM_LIMIT = 1024 * 1024;
+
+/**
+ * Relays one streamed answer: opens the client's stream (status and headers,
+ * before the first byte), then writes what the translator makes of each
+ * upstream chunk as it arrives, pausing while the client's socket is full.
+ * The end is always explicit: [DONE] after a complete answer, an error event
+ * after a provider error or a broken upstream, nothing after the client left.
+ */
+export async function relayStream(
+  call: Call,
+  upstream: Readable,
+  stream: ChatStream,
+  toProblem: (err: unknown) => HttpProblem,
+): Promise<void> {
+  call.openStream();
+  const out = call.response;
+  const kept: string[] | undefined = call.tenant.storeBodies ? [] : undefined;
+  let keptBytes = 0;
+  const keep = (text: string) => {
+    if (kept && text && keptBytes < STORED_STREAM_LIMIT) {
+      kept.push(text);
+      keptBytes += text.length;
+    }
+  };
+  let tail: string;
+  try {
+    for await (const chunk of upstream as AsyncIterable<Buffer>) {
+      const text = stream.push(chunk);
+      if (text.length === 0) continue;
+      keep(text);
+      if (!out.write(text)) await once(out, 'drain', { signal: call.signal });
+    }
+    tail = stream.end();
+  } catch (err) {
+    const problem = toProblem(err);
+    if (problem.status === 499) {
+      call.status = 499;
+      call.errorCode = problem.code;
+      upstream.destroy();
+      return;
+    }
+    tail = stream.fail(problem);
+  }
+  keep(tail);
+  if (kept) call.storedResponse = kept.join('');
+  if (stream.error) {
+    call.status = stream.error.status;
+    call.errorCode = stream.error.code;
+  }
+  if (!out.destroyed) out.end(tail);
+}

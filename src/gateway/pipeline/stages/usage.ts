@@ -1,0 +1,62 @@
+import { HttpProblem } from '../../../platform/errors.ts';
+import type { UsageWriter } from '../../data-plane/usage-writer.ts';
+import type { GatewayMetrics } from '../../metrics.ts';
+import type { UsageRecordRow } from '../../schema.ts';
+import type { Call, Stage } from '../call.ts';
+
+/**
+ * The outermost stage: whatever happens inside, the call leaves one usage
+ * record (queued for the batched writer, never awaited on the hot path) and
+ * its metrics. A failed call records the status and code it was answered
+ * with.
+ */
+export function usageStage(writer: UsageWriter, metrics: GatewayMetrics): Stage {
+  return async function recordUsage(call, next) {
+    try {
+      await next();
+    } catch (err) {
+      call.status = err instanceof HttpProblem ? err.status : 500;
+      call.errorCode = err instanceof HttpProblem ? err.code : 'internal_error';
+      throw err;
+    } finally {
+      call.overheadMs ??= performance.now() - call.startedAt - call.upstreamMs;
+      writer.record(usageRow(call));
+      metrics.observeCall(call);
+    }
+  };
+}
+
+function usageRow(call: Call): UsageRecordRow {
+  const usage = call.usage;
+  const target = call.target;
+  return {
+    request_id: call.requestId,
+    tenant_id: call.principal.tenantId,
+    key_id: call.principal.keyId,
+    session_id: call.sessionId ?? null,
+    tag: call.tag ?? null,
+    model_requested: call.modelRequested,
+    model_used: target ? `${target.provider.id}/${call.modelUsed ?? target.model}` : null,
+    provider: target?.provider.id ?? null,
+    status: call.status,
+    error_code: call.errorCode ?? null,
+    stream: call.stream ? 1 : 0,
+    prompt_tokens: usage?.promptTokens ?? 0,
+    cached_tokens: usage?.cachedTokens ?? 0,
+    cache_write_tokens: usage?.cacheWriteTokens ?? 0,
+    completion_tokens: usage?.completionTokens ?? 0,
+    reasoning_tokens: usage?.reasoningTokens ?? 0,
+    saved_tokens: call.tokensSaved,
+    cost_usd: call.costUsd ?? 0,
+    cost_saved_usd: call.costSavedUsd,
+    cache_status: call.cacheStatus,
+    compaction: call.compaction,
+    overhead_ms: round2(call.overheadMs ?? 0),
+    upstream_ms: round2(call.upstreamMs),
+    created_at: call.receivedAt,
+    request_body: call.tenant.storeBodies ? JSON.stringify(call.body) : null,
+    response_body: call.tenant.storeBodies ? (call.storedResponse ?? null) : null,
+  };
+}
+
+const round2 = (ms: number) => Math.round(ms * 100) / 100;

@@ -1,0 +1,88 @@
+import { Type } from 'typebox';
+import type { Clock } from '../../platform/clock.ts';
+import type { App } from '../../platform/http.ts';
+import { listedModels } from '../catalog/catalog.ts';
+import { type ApiKeyStore, requireGatewayKey } from '../data-plane/api-key-auth.ts';
+import { gatewayHeaders } from '../data-plane/gateway-headers.ts';
+import type { TenantContext, TenantContexts } from '../data-plane/tenant-context.ts';
+import { invalidApiKey } from '../openai-errors.ts';
+import type { Call } from '../pipeline/call.ts';
+import { newCall } from '../pipeline/new-call.ts';
+
+export interface DataPlaneRouteDeps {
+  apiKeys: ApiKeyStore;
+  tenants: TenantContexts;
+  clock: Clock;
+  /** Largest request body (agent transcripts with images are large). */
+  bodyLimit: number;
+  run: (call: Call) => Promise<void>;
+}
+
+const Role = Type.Union(['system', 'developer', 'user', 'assistant', 'tool', 'function'].map((r) => Type.Literal(r)));
+const Message = Type.Object({ role: Role }, { additionalProperties: true });
+
+/** The fields the gateway itself reads; every other field is the provider's business and passes through. */
+const ChatBody = Type.Object(
+  {
+    model: Type.String({ minLength: 1, maxLength: 256 }),
+    messages: Type.Array(Message, { minItems: 1 }),
+    stream: Type.Optional(Type.Union([Type.Boolean(), Type.Null()])),
+    stream_options: Type.Optional(
+      Type.Union([Type.Object({ include_usage: Type.Optional(Type.Boolean()) }, { additionalProperties: true }), Type.Null()]),
+    ),
+    n: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: 128 }), Type.Null()])),
+  },
+  { additionalProperties: true },
+);
+
+/** The OpenAI-compatible data plane: /v1/models and /v1/chat/completions, behind sk-gw- keys. */
+export async function dataPlaneRoutes(app: App, deps: DataPlaneRouteDeps): Promise<void> {
+  app.addHook('onRequest', requireGatewayKey(deps.apiKeys));
+
+  const tenantOf = async (tenantId: string): Promise<TenantContext> => {
+    const tenant = deps.tenants.peek(tenantId) ?? (await deps.tenants.get(tenantId));
+    if (!tenant) throw invalidApiKey();
+    return tenant;
+  };
+
+  app.get('/v1/models', { schema: { summary: 'Models of the providers this tenant has keys for' } }, async (request) => {
+    const tenant = await tenantOf(request.principal.tenantId);
+    return {
+      object: 'list',
+      data: listedModels(tenant.keyed).map((m) => ({
+        id: `${m.provider}/${m.id}`,
+        object: 'model',
+        created: Math.floor(Date.parse(m.pricesRead) / 1000),
+        owned_by: m.provider,
+        context_window: m.contextWindow,
+        pricing: {
+          currency: 'USD',
+          unit: 'per_million_tokens',
+          input: m.input,
+          cached_input: m.cachedInput,
+          ...(m.cacheWrite === undefined ? {} : { cache_write: m.cacheWrite }),
+          output: m.output,
+          read_on: m.pricesRead,
+        },
+      })),
+    };
+  });
+
+  app.post(
+    '/v1/chat/completions',
+    { bodyLimit: deps.bodyLimit, schema: { summary: 'OpenAI-compatible chat completions, streamed or not', body: ChatBody } },
+    async (request, reply) => {
+      const tenant = await tenantOf(request.principal.tenantId);
+      const call = newCall(request, reply, tenant, deps.clock, gatewayHeaders);
+      try {
+        await deps.run(call);
+      } catch (err) {
+        if (call.streamOpened) return reply;
+        reply.headers(gatewayHeaders(call));
+        throw err;
+      }
+      if (call.streamOpened) return reply;
+      return reply.headers(gatewayHeaders(call)).type('application/json').send(call.result);
+    },
+  );
+}

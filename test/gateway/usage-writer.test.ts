@@ -1,0 +1,122 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import pino from 'pino';
+import { UsageWriter } from '../../src/gateway/data-plane/usage-writer.ts';
+import type { UsageRecordRow } from '../../src/gateway/schema.ts';
+import { DB_KINDS } from '../helpers/env.ts';
+import { freshGatewayDb } from '../helpers/gateway-db.ts';
+
+const log = pino({ level: 'silent' });
+
+function row(i: number, over: Partial<UsageRecordRow> = {}): UsageRecordRow {
+  return {
+    request_id: `req-${i}`,
+    tenant_id: 't1',
+    key_id: 'k1',
+    session_id: null,
+    tag: null,
+    model_requested: 'gpt-4o-mini',
+    model_used: 'openai/gpt-4o-mini',
+    provider: 'openai',
+    status: 200,
+    error_code: null,
+    stream: 0,
+    prompt_tokens: 10,
+    cached_tokens: 0,
+    cache_write_tokens: 0,
+    completion_tokens: 5,
+    reasoning_tokens: 0,
+    saved_tokens: 0,
+    cost_usd: 0.000001,
+    cost_saved_usd: 0,
+    cache_status: 'bypass',
+    compaction: 'none',
+    overhead_ms: 0.5,
+    upstream_ms: 20,
+    created_at: 1_700_000_000_000 + i,
+    request_body: null,
+    response_body: null,
+    ...over,
+  };
+}
+
+for (const kind of DB_KINDS) {
+  describe(`usage writer (${kind})`, () => {
+    let g: Awaited<ReturnType<typeof freshGatewayDb>>;
+    before(async () => {
+      g = await freshGatewayDb(kind);
+      await g.db.insertInto('tenants').values({ id: 't1', name: 'T', email: 't@example.com', store_bodies: 0, created_at: 0 }).execute();
+      await g.db
+        .insertInto('api_keys')
+        .values({ id: 'k1', tenant_id: 't1', name: 'k', key_hash: 'h', prefix: 'sk-gw-abc', created_at: 0, last_used_at: null, revoked_at: null })
+        .execute();
+    });
+    after(() => g.close());
+
+    test('record only queues; a batch is written when the batch size is reached, with the key last_used_at', async () => {
+      const writer = new UsageWriter({ db: g.db, log, flushMs: 60_000, batchSize: 3 });
+      writer.record(row(1));
+      writer.record(row(2));
+      assert.equal(writer.queued, 2);
+      const before = await g.db.selectFrom('usage_records').select('request_id').execute();
+      assert.equal(before.length, 0, 'nothing written before the batch is full');
+      writer.record(row(3));
+      await writer.flush();
+      const rows = await g.db.selectFrom('usage_records').selectAll().orderBy('request_id').execute();
+      assert.deepEqual(rows.map((r) => r.request_id), ['req-1', 'req-2', 'req-3']);
+      assert.equal(rows[0]!.cost_usd, 0.000001, 'cost kept as a double');
+      const key = await g.db.selectFrom('api_keys').select('last_used_at').where('id', '=', 'k1').executeTakeFirstOrThrow();
+      assert.equal(key.last_used_at, 1_700_000_000_003);
+      await writer.close();
+    });
+
+    test('the timer writes a partial batch', async () => {
+      const writer = new UsageWriter({ db: g.db, log, flushMs: 20, batchSize: 1000 });
+      writer.record(row(10));
+      for (let i = 0; i < 100 && writer.queued > 0; i++) await new Promise((r) => setTimeout(r, 10));
+      await writer.flush();
+      const found = await g.db.selectFrom('usage_records').select('request_id').where('request_id', '=', 'req-10').executeTakeFirst();
+      assert.ok(found);
+      await writer.close();
+    });
+
+    test('close writes everything still queued (graceful shutdown loses nothing)', async () => {
+      const writer = new UsageWriter({ db: g.db, log, flushMs: 60_000, batchSize: 1000 });
+      for (let i = 100; i < 350; i++) writer.record(row(i));
+      await writer.close();
+      const all = await g.db.selectFrom('usage_records').select('request_id').where('created_at', '>=', 1_700_000_000_100).execute();
+      assert.equal(all.length, 250);
+    });
+
+    test('a failed batch is kept and written by a later flush; last_used_at never moves back', async () => {
+      const writer = new UsageWriter({ db: g.db, log, flushMs: 60_000, batchSize: 1000 });
+      await g.db.schema.alterTable('usage_records').renameTo('usage_records_away').execute();
+      writer.record(row(500, { created_at: 1 }));
+      await writer.flush();
+      assert.equal(writer.queued, 1, 'kept after the failure');
+      await g.db.schema.alterTable('usage_records_away').renameTo('usage_records').execute();
+      await writer.flush();
+      assert.equal(writer.queued, 0);
+      assert.ok(await g.db.selectFrom('usage_records').select('request_id').where('request_id', '=', 'req-500').executeTakeFirst());
+      const key = await g.db.selectFrom('api_keys').select('last_used_at').where('id', '=', 'k1').executeTakeFirstOrThrow();
+      assert.ok(key.last_used_at! > 1, 'an older record does not move last_used_at back');
+      await writer.close();
+    });
+
+    test('past the buffer bound the oldest records are dropped and counted', async () => {
+      let dropped = 0;
+      const writer = new UsageWriter({ db: g.db, log, flushMs: 60_000, batchSize: 1000, maxBuffered: 5, onDropped: (n) => {
+        dropped += n;
+      } });
+      await g.db.schema.alterTable('usage_records').renameTo('usage_records_away').execute();
+      for (let i = 600; i < 608; i++) writer.record(row(i));
+      await writer.flush();
+      assert.equal(writer.queued, 5);
+      assert.equal(dropped, 3);
+      await g.db.schema.alterTable('usage_records_away').renameTo('usage_records').execute();
+      await writer.close();
+      const kept = await g.db.selectFrom('usage_records').select('request_id').where('request_id', 'like', 'req-60%').orderBy('request_id').execute();
+      assert.deepEqual(kept.map((r) => r.request_id), ['req-603', 'req-604', 'req-605', 'req-606', 'req-607']);
+    });
+  });
+}
