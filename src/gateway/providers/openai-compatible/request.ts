@@ -1,4 +1,5 @@
 import type { CallContext, ChatRequest, UpstreamRequest } from '../types.ts';
+import { joinPath } from '../upstream-path.ts';
 
 /**
  * The upstream request for an OpenAI-compatible provider: the client's body
@@ -22,10 +23,4 @@ export function chatRequest(request: ChatRequest, ctx: CallContext): UpstreamReq
 /** Whether the client itself asked for the usage chunk of a stream. */
 export function clientWantsUsage(request: ChatRequest): boolean {
   return request.stream_options?.include_usage === true;
-}
-
-/** The base URL's path with `suffix` appended (a base URL of "https://host" has the path "/"). */
-export function joinPath(baseUrl: URL, suffix: string): string {
-  const path = baseUrl.pathname;
-  return (path.endsWith('/') ? path.slice(0, -1) : path) + suffix;
 }
