@@ -56,6 +56,11 @@ export class SseParser {
     }
     let text = chunk;
     if (this.#pending.length > 0) {
+      // A long line arriving in many chunks is only rescanned once it is complete.
+      if (chunk.indexOf('\n', start) === -1 && chunk.indexOf('\r', start) === -1) {
+        this.#pending += chunk.slice(start);
+        return;
+      }
       text = this.#pending + chunk.slice(start);
       start = 0;
       this.#pending = '';

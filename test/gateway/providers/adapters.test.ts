@@ -21,7 +21,14 @@ test('the Anthropic adapter gets the configured default max_tokens', () => {
   assert.equal(JSON.parse(adapter.chatRequest({ model: 'x', messages: [] }, ctx).body).max_tokens, 2048);
 });
 
-test("error messages name the provider", () => {
+test('Mistral is asked for no stream_options; the others are', () => {
+  const adapters = buildAdapters(PROVIDERS, options);
+  const streamed = { model: 'x', messages: [], stream: true };
+  assert.equal(JSON.parse(adapters.get('mistral')!.chatRequest(streamed, ctx).body).stream_options, undefined);
+  assert.deepEqual(JSON.parse(adapters.get('openai')!.chatRequest(streamed, ctx).body).stream_options, { include_usage: true });
+});
+
+test('error messages name the provider', () => {
   const adapter = adapterFor({ format: 'openai', name: 'Mistral' }, options);
   assert.equal(adapter.upstreamError(500, Buffer.from('oops'), {}).message, 'The Mistral API answered HTTP 500.');
 });

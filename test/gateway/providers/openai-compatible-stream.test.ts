@@ -5,7 +5,7 @@ import { HttpProblem } from '../../../src/platform/errors.ts';
 import { openAiCompatibleAdapter } from '../../../src/gateway/providers/openai-compatible/index.ts';
 import type { CallContext, ChatStream, StreamOptions, TokenUsage } from '../../../src/gateway/providers/types.ts';
 
-const adapter = openAiCompatibleAdapter('OpenAI');
+const adapter = openAiCompatibleAdapter({ name: 'OpenAI' });
 const ctx: CallContext = {
   model: 'gpt-4o',
   apiKey: 'sk-test',
@@ -100,6 +100,22 @@ describe('OpenAI-compatible stream', () => {
     const stream = adapter.chatStream(ctx, noUsage);
     assert.equal(run(stream, [Buffer.from(`data: ${chunk}\n\ndata: [DONE]\n\n`)]), `data: ${chunk}\n\ndata: [DONE]\n\n`);
     assert.equal(stream.usage?.promptTokens, 4);
+  });
+
+  test('Mistral: usage in the last chunk with choices, read; forwarded with cost when asked', () => {
+    const chunk = '{"id":"cmpl-e5cc70bb28c444948073e77776eb30ef","object":"chat.completion.chunk","created":1702256327,"model":"mistral-large-latest","choices":[{"index":0,"delta":{"content":""},"finish_reason":"stop","logprobs":null}],"usage":{"prompt_tokens":10,"total_tokens":25,"completion_tokens":15}}';
+    const input = Buffer.from(`data: ${chunk}\n\ndata: [DONE]\n\n`);
+    const plain = adapter.chatStream(ctx, noUsage);
+    assert.equal(run(plain, [input]), `data: ${chunk}\n\ndata: [DONE]\n\n`);
+    assert.equal(plain.usage?.completionTokens, 15);
+    const priced = adapter.chatStream(ctx, withUsage);
+    assert.match(run(priced, [input]), /"usage":\{"prompt_tokens":10,"total_tokens":25,"completion_tokens":15,"cost":0.01\}/);
+  });
+
+  test('empty data events and named events other than error are skipped', () => {
+    const stream = adapter.chatStream(ctx, noUsage);
+    const out = run(stream, [Buffer.from(`data:\n\nevent: ping\ndata: {}\n\n: OPENROUTER PROCESSING\n\ndata: ${CHUNKS[0]}\n\ndata: [DONE]\n\n`)]);
+    assert.equal(out, `data: ${CHUNKS[0]}\n\ndata: [DONE]\n\n`);
   });
 
   test('Groq usage under x_groq is read', () => {

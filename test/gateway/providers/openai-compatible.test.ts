@@ -2,10 +2,11 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { HttpProblem } from '../../../src/platform/errors.ts';
 import { openAiCompatibleAdapter } from '../../../src/gateway/providers/openai-compatible/index.ts';
-import { clientWantsUsage } from '../../../src/gateway/providers/openai-compatible/request.ts';
+import { clientWantsUsage } from '../../../src/gateway/providers/adapters.ts';
 import type { CallContext, ChatRequest } from '../../../src/gateway/providers/types.ts';
 
-const adapter = openAiCompatibleAdapter('Groq');
+const adapter = openAiCompatibleAdapter({ name: 'Groq' });
+const mistral = openAiCompatibleAdapter({ name: 'Mistral', streamUsage: 'always' });
 const ctx: CallContext = {
   model: 'llama-3.3-70b-versatile',
   apiKey: 'gsk_test_key',
@@ -85,6 +86,13 @@ describe('OpenAI-compatible request', () => {
       adapter.chatRequest({ ...request, stream: true, stream_options: { include_usage: false, include_obfuscation: false } }, ctx).body,
     );
     assert.deepEqual(own.stream_options, { include_usage: true, include_obfuscation: false });
+  });
+
+  test('a provider that sends usage unasked and refuses stream_options (Mistral) gets none, even the client\'s', () => {
+    assert.equal(JSON.parse(mistral.chatRequest({ ...request, stream: true }, ctx).body).stream_options, undefined);
+    const own = mistral.chatRequest({ ...request, stream: true, stream_options: { include_usage: true } }, ctx);
+    assert.equal(JSON.parse(own.body).stream_options, undefined);
+    assert.equal(JSON.parse(own.body).stream, true);
   });
 
   test('a non-streamed request gets no stream_options', () => {

@@ -18,7 +18,8 @@ import { openAiUsage } from './usage.ts';
  * - `data: [DONE]` ends the stream; anything after it is ignored;
  * - an error event (`data: {"error": ...}` or `event: error`) is recorded
  *   and forwarded as one OpenAI-shaped error event, and ends the stream;
- * - a body that ends before [DONE] ends with an `upstream_stream_incomplete` error event.
+ * - a body that ends before [DONE] ends with an `upstream_stream_incomplete` error event;
+ * - empty events and named events other than `error` are skipped.
  * Only chunks that may carry usage or an error are parsed (a substring test
  * first), and the first one, for the model.
  */
@@ -79,7 +80,8 @@ export class OpenAiCompatibleStream implements ChatStream {
   }
 
   readonly #onEvent = (event: string, data: string): void => {
-    if (this.#finished) return;
+    // Chunks are unnamed events; empty data and other names (pings some servers send) are not chunks.
+    if (this.#finished || data === '' || (event !== 'message' && event !== 'error')) return;
     if (data === '[DONE]') {
       this.#finished = true;
       this.#out += SSE_DONE;
