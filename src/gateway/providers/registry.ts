@@ -12,6 +12,13 @@ export interface ProviderInfo {
   format: WireFormat;
   baseUrl: string | undefined;
   requiresBaseUrl: boolean;
+  /**
+   * How a stream reports usage. Unset: when asked with OpenAI's
+   * `stream_options.include_usage`. 'always': unasked, in the last chunk,
+   * and the provider refuses `stream_options` (Mistral answers 422
+   * extra_forbidden), so the field is not sent.
+   */
+  streamUsage?: 'always';
 }
 
 const openai = (id: string, name: string, baseUrl: string): ProviderInfo => ({
@@ -25,7 +32,7 @@ const openai = (id: string, name: string, baseUrl: string): ProviderInfo => ({
 export const PROVIDERS: readonly ProviderInfo[] = [
   openai('openai', 'OpenAI', 'https://api.openai.com/v1'),
   openai('groq', 'Groq', 'https://api.groq.com/openai/v1'),
-  openai('mistral', 'Mistral', 'https://api.mistral.ai/v1'),
+  { ...openai('mistral', 'Mistral', 'https://api.mistral.ai/v1'), streamUsage: 'always' },
   openai('together', 'Together AI', 'https://api.together.xyz/v1'),
   openai('deepseek', 'DeepSeek', 'https://api.deepseek.com/v1'),
   openai('fireworks', 'Fireworks AI', 'https://api.fireworks.ai/inference/v1'),
