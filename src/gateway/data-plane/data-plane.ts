@@ -7,8 +7,8 @@ import type { GatewayConfig } from '../config.ts';
 import { type InvalidationBus, invalidationBus } from '../invalidation.ts';
 import { createGatewayMetrics } from '../metrics.ts';
 import { buildPipeline } from '../pipeline/pipeline.ts';
-import type { WireFormat } from '../providers/registry.ts';
-import type { ProviderAdapter } from '../providers/types.ts';
+import { buildAdapters } from '../providers/adapters.ts';
+import { PROVIDERS } from '../providers/registry.ts';
 import type { DataPlaneRouteDeps } from '../routes/data-plane.ts';
 import type { GatewayDb } from '../schema.ts';
 import { apiKeyStore } from './api-key-auth.ts';
@@ -35,7 +35,6 @@ export function createDataPlane(options: {
   log: Logger;
   registry: Registry;
   redis: Redis | undefined;
-  adapters: Readonly<Record<WireFormat, ProviderAdapter>>;
   connector: (origin: URL, connectTimeoutMs: number) => buildConnector.connector;
 }): DataPlane {
   const { db, clock, config, log } = options;
@@ -56,7 +55,7 @@ export function createDataPlane(options: {
   const run = buildPipeline({
     usage,
     metrics,
-    adapters: options.adapters,
+    adapters: buildAdapters(PROVIDERS, { anthropicDefaultMaxTokens: config.anthropicDefaultMaxTokens }),
     upstream: {
       pools,
       firstByteTimeoutMs: config.upstream.firstByteTimeoutMs,

@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Clock } from '../../platform/clock.ts';
 import type { TenantContext } from '../data-plane/tenant-context.ts';
 import { invalidHeader } from '../openai-errors.ts';
+import { clientWantsUsage } from '../providers/adapters.ts';
 import type { ChatRequest } from '../providers/types.ts';
 import type { Call } from './call.ts';
 
@@ -41,7 +42,7 @@ export function newCall(
     tenant,
     body,
     stream: body.stream === true,
-    includeUsage: body.stream_options?.include_usage === true,
+    includeUsage: clientWantsUsage(body),
     modelRequested: body.model,
     sessionId,
     tag,

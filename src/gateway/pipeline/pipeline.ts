@@ -1,6 +1,5 @@
 import type { UsageWriter } from '../data-plane/usage-writer.ts';
 import type { GatewayMetrics } from '../metrics.ts';
-import type { WireFormat } from '../providers/registry.ts';
 import type { ProviderAdapter } from '../providers/types.ts';
 import { type Call, compose } from './call.ts';
 import { resolveModelStage } from './stages/resolve-model.ts';
@@ -10,7 +9,8 @@ import { usageStage } from './stages/usage.ts';
 export interface PipelineDeps {
   usage: UsageWriter;
   metrics: GatewayMetrics;
-  adapters: Readonly<Record<WireFormat, ProviderAdapter>>;
+  /** By provider id. */
+  adapters: ReadonlyMap<string, ProviderAdapter>;
   upstream: UpstreamSettings;
 }
 

@@ -1,7 +1,6 @@
 import { HttpProblem } from '../../../platform/errors.ts';
 import { resolveModel } from '../../catalog/catalog.ts';
 import { modelNotFound, noProviderKey } from '../../openai-errors.ts';
-import type { WireFormat } from '../../providers/registry.ts';
 import type { ProviderAdapter } from '../../providers/types.ts';
 import type { Stage } from '../call.ts';
 
@@ -11,7 +10,7 @@ import type { Stage } from '../call.ts';
  * tenant's key and base URL. Fallbacks and routing rules replace this stage
  * in the next step; everything after it reads only `call.target`.
  */
-export function resolveModelStage(adapters: Readonly<Record<WireFormat, ProviderAdapter>>): Stage {
+export function resolveModelStage(adapters: ReadonlyMap<string, ProviderAdapter>): Stage {
   return async function resolveTarget(call, next) {
     const resolution = resolveModel(call.modelRequested, call.tenant.keyed);
     if (!resolution.ok) {
@@ -29,8 +28,9 @@ export function resolveModelStage(adapters: Readonly<Record<WireFormat, Provider
     const { provider, model, entry } = resolution.resolved;
     const key = call.tenant.providerKeys.get(provider.id);
     const base = key?.baseUrl ?? provider.baseUrl;
-    if (!key || !base) throw noProviderKey(provider.id);
-    call.target = { provider, model, entry, adapter: adapters[provider.format], apiKey: key.apiKey, baseUrl: new URL(base) };
+    const adapter = adapters.get(provider.id);
+    if (!key || !base || !adapter) throw noProviderKey(provider.id);
+    call.target = { provider, model, entry, adapter, apiKey: key.apiKey, baseUrl: new URL(base) };
     await next();
   };
 }
