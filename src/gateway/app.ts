@@ -1,5 +1,6 @@
 import type { FastifyError } from 'fastify';
 import { bearerToken, createHttpApp, sendProblem, toProblem, type App } from '../platform/http.ts';
+import { rejectNulCharacters } from '../platform/nul-guard.ts';
 import type { GatewayDeps } from './deps.ts';
 import { tenantForSession } from './gateway-sessions.ts';
 import { controlAuthRoutes } from './routes/control-auth.ts';
@@ -26,6 +27,7 @@ declare module 'fastify' {
 export async function registerControlPlane(app: App, deps: GatewayDeps): Promise<void> {
   await app.register(async (control) => {
     control.setErrorHandler((error: FastifyError, request, reply) => sendProblem(request, reply, toProblem(error)));
+    control.addHook('preValidation', rejectNulCharacters);
     control.addHook('onRoute', (route) => {
       route.bodyLimit ??= deps.config.controlBodyLimit;
     });

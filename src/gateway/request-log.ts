@@ -58,7 +58,7 @@ export function encodeCursor(createdAt: number, requestId: string): string {
 
 function decodeCursor(cursor: string): { createdAt: number; requestId: string } {
   const text = /^[A-Za-z0-9_-]{1,400}$/.test(cursor) ? Buffer.from(cursor, 'base64url').toString('utf8') : '';
-  const m = /^(\d{1,15})\.(.{1,200})$/s.exec(text);
+  const m = /^(\d{1,15})\.([^\u0000]{1,200})$/s.exec(text);
   if (!m) throw fieldProblem('invalid_cursor', 'cursor', 'cursor is not one this API returned; start again without it.');
   return { createdAt: Number(m[1]), requestId: m[2]! };
 }

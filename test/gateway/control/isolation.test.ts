@@ -56,3 +56,34 @@ for (const kind of DB_KINDS) {
     });
   });
 }
+
+for (const kind of DB_KINDS) {
+  describe(`NUL characters (${kind})`, () => {
+    test('are refused with a 400 naming the field, never a database error', async () => {
+      const gw = await startTestGateway(kind);
+      try {
+        const { session } = await gw.signup();
+        const cases: [string, string, unknown, string][] = [
+          ['GET', '/api/v1/tenant/requests/a%00b', undefined, 'request_id'],
+          ['GET', '/api/v1/tenant/usage?tag=a%00b', undefined, 'tag'],
+          ['DELETE', '/api/v1/tenant/api-keys/a%00b', undefined, 'id'],
+          ['POST', '/api/v1/tenant/api-keys', { name: 'a\u0000b' }, 'name'],
+          ['POST', '/api/v1/tenant/provider-keys', { provider: 'openai', key: 'abcdefgh\u0000' }, 'key'],
+          ['POST', '/api/v1/signup', { name: 'a\u0000b', email: 'nul@example.com' }, 'name'],
+        ];
+        for (const [method, path, body, field] of cases) {
+          const r = await gw.request(method, path, { token: session, ...(body ? { body } : {}) });
+          assert.equal(r.status, 400, path);
+          assert.equal(r.body.code, 'invalid_characters', path);
+          assert.equal(r.body.errors[0].field, field);
+        }
+        const cursor = Buffer.from('1.a\u0000b').toString('base64url');
+        const r = await gw.request('GET', `/api/v1/tenant/requests?cursor=${cursor}`, { token: session });
+        assert.equal(r.status, 400);
+        assert.equal(r.body.code, 'invalid_cursor');
+      } finally {
+        await gw.close();
+      }
+    });
+  });
+}
