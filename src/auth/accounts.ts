@@ -6,7 +6,7 @@ import { fieldProblem, HttpProblem, tooManyRequests } from '../platform/errors.t
 import type { RateLimiter } from '../platform/limits.ts';
 import { enqueueEmail } from '../platform/mail.ts';
 import type { AuthDeps } from './deps.ts';
-import { normalizeEmail } from './email-address.ts';
+import { normalizeEmail } from '../platform/email-address.ts';
 import { verificationEmail } from './emails.ts';
 import { hashPassword, PASSWORD_MAX, PASSWORD_MIN, passwordLength } from './passwords.ts';
 import { type AuthTables, toUser, type User } from './schema.ts';

@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import type { BackgroundWork } from '../platform/background.ts';
 import type { Clock } from '../platform/clock.ts';
 import type { DialectName } from '../platform/db.ts';
 import type { RateLimiter } from '../platform/limits.ts';
@@ -28,4 +29,17 @@ export interface GatewayDeps {
   outbox: OutboxContext;
   /** Nudges the outbox worker after a commit that queued mail. */
   mailQueued: () => void;
+  /**
+   * Called after the commit that revoked an API key (and again on a repeated
+   * revoke): drops the key from every replica's in-process key cache, so the
+   * very next request with it is refused.
+   */
+  apiKeyRevoked: (keyHash: string) => Promise<void>;
+  /** Called after a tenant's provider key was stored, replaced or deleted: drops cached keys and upstream pools. */
+  providerKeysChanged: (tenantId: string) => Promise<void>;
+  /**
+   * Work a request starts after its reply (the magic-link email, so that the
+   * reply's timing does not tell whether the address has a tenant); close() waits for it.
+   */
+  background: BackgroundWork;
 }

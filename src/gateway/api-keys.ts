@@ -1,0 +1,89 @@
+import { randomUUID } from 'node:crypto';
+import { randomToken, sha256 } from '../platform/crypto.ts';
+import { HttpProblem } from '../platform/errors.ts';
+import type { GatewayDeps } from './deps.ts';
+import type { GatewayDb, GatewayTables } from './schema.ts';
+
+/**
+ * Data-plane API keys. Table `api_keys`; a key is `sk-gw-` + 32 random bytes
+ * (base64url), returned once; only its SHA-256 is stored. `prefix` (the
+ * first 10 characters: 4 random ones, 24 bits) tells keys apart in a list
+ * and is never enough to use.
+ */
+export const API_KEY_PREFIX = 'sk-gw-';
+const DISPLAY_LENGTH = API_KEY_PREFIX.length + 4;
+
+export interface ApiKeyMetadata {
+  id: string;
+  name: string;
+  prefix: string;
+  created_at: string;
+  last_used_at: string | null;
+}
+
+type ApiKeyRow = GatewayTables['api_keys'];
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+function toMetadata(row: Pick<ApiKeyRow, 'id' | 'name' | 'prefix' | 'created_at' | 'last_used_at'>): ApiKeyMetadata {
+  return { id: row.id, name: row.name, prefix: row.prefix, created_at: iso(row.created_at)!, last_used_at: iso(row.last_used_at) };
+}
+
+export function requireKeyName(input: string): string {
+  const name = input.trim();
+  if (name === '') throw new HttpProblem(400, 'invalid_name', 'The key name must not be empty.', { errors: [{ field: 'name', message: 'is empty' }] });
+  return name;
+}
+
+/** Stores a fresh key for a tenant, in the caller's transaction (signup uses its own). */
+export async function insertApiKey(db: GatewayDb, now: number, tenantId: string, name: string): Promise<ApiKeyMetadata & { key: string }> {
+  const key = randomToken(API_KEY_PREFIX);
+  const row: ApiKeyRow = {
+    id: randomUUID(),
+    tenant_id: tenantId,
+    name,
+    key_hash: sha256(key),
+    prefix: key.slice(0, DISPLAY_LENGTH),
+    created_at: now,
+    last_used_at: null,
+    revoked_at: null,
+  };
+  await db.insertInto('api_keys').values(row).execute();
+  return { ...toMetadata(row), key };
+}
+
+export function createApiKey(deps: Pick<GatewayDeps, 'db' | 'clock'>, tenantId: string, name: string): Promise<ApiKeyMetadata & { key: string }> {
+  return insertApiKey(deps.db, deps.clock.now(), tenantId, requireKeyName(name));
+}
+
+/** The tenant's live keys, newest first: metadata only. */
+export async function listApiKeys(deps: Pick<GatewayDeps, 'db'>, tenantId: string): Promise<ApiKeyMetadata[]> {
+  const rows = await deps.db
+    .selectFrom('api_keys')
+    .select(['id', 'name', 'prefix', 'created_at', 'last_used_at'])
+    .where('tenant_id', '=', tenantId)
+    .where('revoked_at', 'is', null)
+    .orderBy('created_at', 'desc')
+    .orderBy('id')
+    .execute();
+  return rows.map(toMetadata);
+}
+
+/**
+ * Revokes one of the tenant's keys, then tells every replica's key cache
+ * (after the commit, so no replica can reload the key as live). Repeating is
+ * fine and tells the caches again; another tenant's key, or none, is 404.
+ */
+export async function revokeApiKey(deps: Pick<GatewayDeps, 'db' | 'clock' | 'apiKeyRevoked'>, tenantId: string, id: string): Promise<void> {
+  const row = await deps.db
+    .selectFrom('api_keys')
+    .select(['key_hash', 'revoked_at'])
+    .where('id', '=', id)
+    .where('tenant_id', '=', tenantId)
+    .executeTakeFirst();
+  if (!row) throw new HttpProblem(404, 'api_key_not_found', 'No API key with this id belongs to this tenant.');
+  if (row.revoked_at === null) {
+    await deps.db.updateTable('api_keys').set({ revoked_at: deps.clock.now() }).where('id', '=', id).where('revoked_at', 'is', null).execute();
+  }
+  await deps.apiKeyRevoked(row.key_hash);
+}

@@ -1,0 +1,59 @@
+import type { FastifyError } from 'fastify';
+import { bearerToken, createHttpApp, sendProblem, toProblem, type App } from '../platform/http.ts';
+import { rejectNulCharacters } from '../platform/nul-guard.ts';
+import type { GatewayDeps } from './deps.ts';
+import { tenantForSession } from './gateway-sessions.ts';
+import { controlAuthRoutes } from './routes/control-auth.ts';
+import { controlKeyRoutes } from './routes/control-keys.ts';
+import { controlUsageRoutes } from './routes/control-usage.ts';
+import { magicLinkPageRoutes } from './routes/magic-link-page.ts';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The tenant of the session that authenticated a /api/v1/tenant request. */
+    tenantId: string;
+  }
+}
+
+/**
+ * The gateway's control plane as a plugin the service mounts: sign-up,
+ * magic-link sign-in and logout; the tenant's routes under /api/v1/tenant in
+ * a scope that admits only a live session (`Authorization: Bearer gws_…`);
+ * and, unless GATEWAY_MAGIC_LINK_URL points elsewhere, the sign-in page.
+ * Errors are problem+json (RFC 9457) with a stable code, whatever the
+ * format of the app it is mounted in; bodies are bounded by the control
+ * plane's own limit, not the data plane's.
+ */
+export async function registerControlPlane(app: App, deps: GatewayDeps): Promise<void> {
+  await app.register(async (control) => {
+    control.setErrorHandler((error: FastifyError, request, reply) => sendProblem(request, reply, toProblem(error)));
+    control.addHook('preValidation', rejectNulCharacters);
+    control.addHook('onRoute', (route) => {
+      route.bodyLimit ??= deps.config.controlBodyLimit;
+    });
+    await control.register(controlAuthRoutes, deps);
+    await control.register(async (tenantScope) => {
+      tenantScope.decorateRequest('tenantId', '');
+      tenantScope.addHook('onRequest', async (request) => {
+        request.tenantId = await tenantForSession(deps, bearerToken(request));
+      });
+      await tenantScope.register(controlKeyRoutes, deps);
+      await tenantScope.register(controlUsageRoutes, deps);
+    });
+    if (!deps.config.magicLinkUrl) await control.register(magicLinkPageRoutes, deps);
+  });
+}
+
+/** A whole app serving only the control plane (tests, and a control-plane-only deployment). */
+export async function buildControlApp(deps: GatewayDeps): Promise<App> {
+  const app = await createHttpApp({
+    logger: deps.log,
+    metrics: deps.metrics,
+    bodyLimit: deps.config.controlBodyLimit,
+    trustProxy: deps.config.trustProxy,
+    title: 'AI gateway control plane',
+    version: '0.1.0',
+  });
+  await registerControlPlane(app, deps);
+  return app;
+}

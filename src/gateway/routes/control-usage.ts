@@ -1,0 +1,144 @@
+import { Type } from 'typebox';
+import { fieldProblem } from '../../platform/errors.ts';
+import type { App } from '../../platform/http.ts';
+import type { GatewayDeps } from '../deps.ts';
+import { getRequest, listRequests, MAX_PAGE } from '../request-log.ts';
+import { getTenant, updateTenant } from '../tenants.ts';
+import { usageFilter } from '../usage-filters.ts';
+import { usageReport } from '../usage-queries.ts';
+
+const TenantSchema = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  email: Type.String(),
+  store_bodies: Type.Boolean({ description: 'Keep prompt and completion bodies in the request log (off by default).' }),
+  created_at: Type.String({ format: 'date-time' }),
+});
+
+const Filters = {
+  from: Type.Optional(Type.String({ maxLength: 64, description: 'Inclusive; ISO 8601 or epoch milliseconds. Default: `to` minus 30 days.' })),
+  to: Type.Optional(Type.String({ maxLength: 64, description: 'Exclusive; ISO 8601 or epoch milliseconds. Default: now.' })),
+  tag: Type.Optional(Type.String({ maxLength: 256 })),
+  session_id: Type.Optional(Type.String({ maxLength: 256 })),
+  model: Type.Optional(Type.String({ maxLength: 256, description: 'The model asked for, or the provider/model that answered.' })),
+  key_id: Type.Optional(Type.String({ maxLength: 64 })),
+};
+
+const Totals = {
+  requests: Type.Integer(),
+  prompt_tokens: Type.Integer(),
+  completion_tokens: Type.Integer(),
+  tokens_saved: Type.Integer(),
+  cost_usd: Type.Number(),
+  cost_saved_usd: Type.Number(),
+  cache_hits: Type.Integer(),
+};
+
+const Entry = {
+  request_id: Type.String(),
+  key_id: Type.String(),
+  session_id: Type.Union([Type.String(), Type.Null()]),
+  tag: Type.Union([Type.String(), Type.Null()]),
+  model_requested: Type.String(),
+  model_used: Type.Union([Type.String(), Type.Null()]),
+  provider: Type.Union([Type.String(), Type.Null()]),
+  status: Type.Integer(),
+  error_code: Type.Union([Type.String(), Type.Null()]),
+  stream: Type.Boolean(),
+  prompt_tokens: Type.Integer(),
+  cached_tokens: Type.Integer(),
+  cache_write_tokens: Type.Integer(),
+  completion_tokens: Type.Integer(),
+  reasoning_tokens: Type.Integer(),
+  saved_tokens: Type.Integer(),
+  cost_usd: Type.Number(),
+  cost_saved_usd: Type.Number(),
+  cache_status: Type.String(),
+  compaction: Type.String(),
+  overhead_ms: Type.Number(),
+  upstream_ms: Type.Number(),
+  created_at: Type.String({ format: 'date-time' }),
+};
+
+function pageLimit(raw: string | undefined): number | undefined {
+  if (raw === undefined) return undefined;
+  const n = Number(raw);
+  if (!/^\d{1,4}$/.test(raw) || n < 1 || n > MAX_PAGE) throw fieldProblem('invalid_limit', 'limit', `limit must be an integer from 1 to ${MAX_PAGE}.`);
+  return n;
+}
+
+/** The tenant itself, its usage totals and its request log. */
+export async function controlUsageRoutes(app: App, deps: GatewayDeps): Promise<void> {
+  app.get(
+    '/api/v1/tenant',
+    { schema: { summary: "The session's workspace", response: { 200: TenantSchema } } },
+    async (request) => getTenant(deps, request.tenantId),
+  );
+
+  app.patch(
+    '/api/v1/tenant',
+    {
+      schema: {
+        summary: 'Rename the workspace, or turn body storage on or off',
+        body: Type.Object({ name: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })), store_bodies: Type.Optional(Type.Boolean()) }),
+        response: { 200: TenantSchema },
+      },
+    },
+    async (request) => updateTenant(deps, request.tenantId, { name: request.body.name, storeBodies: request.body.store_bodies }),
+  );
+
+  app.get(
+    '/api/v1/tenant/usage',
+    {
+      schema: {
+        summary: 'Usage totals over a time range, filtered, optionally grouped (days in UTC)',
+        querystring: Type.Object({ ...Filters, group_by: Type.Optional(Type.Union(['tag', 'session', 'model', 'key', 'day'].map((g) => Type.Literal(g)))) }),
+        response: {
+          200: Type.Object({
+            from: Type.String({ format: 'date-time' }),
+            to: Type.String({ format: 'date-time' }),
+            totals: Type.Object(Totals),
+            groups: Type.Optional(Type.Array(Type.Object({ key: Type.Union([Type.String(), Type.Null()]), ...Totals }))),
+          }),
+        },
+      },
+    },
+    async (request) => {
+      const { group_by, ...filters } = request.query;
+      return usageReport(deps, usageFilter(request.tenantId, filters, deps.clock.now()), group_by as Parameters<typeof usageReport>[2]);
+    },
+  );
+
+  app.get(
+    '/api/v1/tenant/requests',
+    {
+      schema: {
+        summary: 'The request log, newest first, in pages (metadata; bodies only on the single-request view)',
+        querystring: Type.Object({
+          ...Filters,
+          limit: Type.Optional(Type.String({ maxLength: 8, description: `1 to ${MAX_PAGE}; default 50.` })),
+          cursor: Type.Optional(Type.String({ maxLength: 512, description: 'next_cursor of the previous page.' })),
+        }),
+        response: { 200: Type.Object({ requests: Type.Array(Type.Object(Entry)), next_cursor: Type.Union([Type.String(), Type.Null()]) }) },
+      },
+    },
+    async (request) => {
+      const { limit, cursor, ...filters } = request.query;
+      return listRequests(deps, usageFilter(request.tenantId, filters, deps.clock.now()), { limit: pageLimit(limit), cursor });
+    },
+  );
+
+  app.get(
+    '/api/v1/tenant/requests/:request_id',
+    {
+      schema: {
+        summary: 'One request, with its bodies when the workspace stores them',
+        params: Type.Object({ request_id: Type.String({ maxLength: 256 }) }),
+        response: {
+          200: Type.Object({ ...Entry, request_body: Type.Union([Type.String(), Type.Null()]), response_body: Type.Union([Type.String(), Type.Null()]) }),
+        },
+      },
+    },
+    async (request) => getRequest(deps, request.tenantId, request.params.request_id),
+  );
+}
