@@ -35,8 +35,8 @@ export interface GatewayDeps {
    * very next request with it is refused.
    */
   apiKeyRevoked: (keyHash: string) => Promise<void>;
-  /** Called after a tenant's provider key was stored, replaced or deleted: drops cached keys and upstream pools. */
-  providerKeysChanged: (tenantId: string) => Promise<void>;
+  /** Called after a tenant's provider key was stored, replaced or deleted, or its settings changed: drops the cached tenant on every replica. */
+  tenantChanged: (tenantId: string) => Promise<void>;
   /**
    * Work a request starts after its reply (the magic-link email, so that the
    * reply's timing does not tell whether the address has a tenant); close() waits for it.

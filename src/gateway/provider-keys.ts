@@ -56,7 +56,7 @@ async function requireBaseUrl(deps: Pick<GatewayDeps, 'config'>, provider: Provi
 
 /** Stores (or replaces) the tenant's key for a provider; then tells the data plane's caches. */
 export async function putProviderKey(
-  deps: Pick<GatewayDeps, 'db' | 'clock' | 'config' | 'providerKeysChanged'>,
+  deps: Pick<GatewayDeps, 'db' | 'clock' | 'config' | 'tenantChanged'>,
   tenantId: string,
   input: { provider: string; key: string; baseUrl?: string | undefined },
   lookup?: LookupFn,
@@ -79,7 +79,7 @@ export async function putProviderKey(
     .values(row)
     .onConflict((oc) => oc.columns(['tenant_id', 'provider']).doUpdateSet({ key_sealed: row.key_sealed, key_last4: row.key_last4, base_url: baseUrl, created_at: now }))
     .execute();
-  await deps.providerKeysChanged(tenantId);
+  await deps.tenantChanged(tenantId);
   return { provider: provider.id, base_url: baseUrl, key_last4: row.key_last4, created_at: new Date(now).toISOString() };
 }
 
@@ -94,10 +94,10 @@ export async function listProviderKeys(deps: Pick<GatewayDeps, 'db'>, tenantId: 
 }
 
 /** Deletes the tenant's key for a provider; idempotent (no key: the same 204). */
-export async function deleteProviderKey(deps: Pick<GatewayDeps, 'db' | 'providerKeysChanged'>, tenantId: string, providerId: string): Promise<void> {
+export async function deleteProviderKey(deps: Pick<GatewayDeps, 'db' | 'tenantChanged'>, tenantId: string, providerId: string): Promise<void> {
   if (!findProvider(providerId)) throw new HttpProblem(404, 'unknown_provider', `"${providerId.slice(0, 64)}" is not a provider this gateway knows.`);
   await deps.db.deleteFrom('provider_keys').where('tenant_id', '=', tenantId).where('provider', '=', providerId).execute();
-  await deps.providerKeysChanged(tenantId);
+  await deps.tenantChanged(tenantId);
 }
 
 export interface ProviderCredentials {

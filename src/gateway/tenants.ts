@@ -96,7 +96,7 @@ export async function getTenant(deps: Pick<GatewayDeps, 'db'>, tenantId: string)
 }
 
 export async function updateTenant(
-  deps: Pick<GatewayDeps, 'db'>,
+  deps: Pick<GatewayDeps, 'db' | 'tenantChanged'>,
   tenantId: string,
   changes: { name?: string | undefined; storeBodies?: boolean | undefined },
 ): Promise<Tenant> {
@@ -104,5 +104,7 @@ export async function updateTenant(
   if (changes.name !== undefined) set.name = requireTenantName(changes.name);
   if (changes.storeBodies !== undefined) set.store_bodies = changes.storeBodies ? 1 : 0;
   if (Object.keys(set).length > 0) await deps.db.updateTable('tenants').set(set).where('id', '=', tenantId).execute();
+  // The data plane caches store_bodies with the tenant's provider keys.
+  if (changes.storeBodies !== undefined) await deps.tenantChanged(tenantId);
   return getTenant(deps, tenantId);
 }

@@ -32,7 +32,7 @@ export interface TestGateway {
   clock: ManualClock;
   /** Key hashes handed to deps.apiKeyRevoked, in order. */
   revoked: string[];
-  /** Tenant ids handed to deps.providerKeysChanged, in order. */
+  /** Tenant ids handed to deps.tenantChanged, in order. */
   providerChanges: string[];
   /** How often deps.mailQueued was called. */
   mailNudges: number;
@@ -91,7 +91,7 @@ export async function startTestGateway(kind: DbKind, env: Record<string, string>
     apiKeyRevoked: async (hash) => {
       revoked.push(hash);
     },
-    providerKeysChanged: async (tenantId) => {
+    tenantChanged: async (tenantId) => {
       providerChanges.push(tenantId);
     },
     background: backgroundWork(log),

@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Clock } from '../../platform/clock.ts';
 import { sha256 } from '../../platform/crypto.ts';
 import { bearerToken } from '../../platform/http.ts';
+import { SESSION_PREFIX } from '../gateway-sessions.ts';
 import type { InvalidationBus } from '../invalidation.ts';
 import { invalidApiKey, missingApiKey, sessionNotApiKey } from '../openai-errors.ts';
 import type { GatewayDb } from '../schema.ts';
@@ -13,8 +14,6 @@ export interface ApiKeyPrincipal {
   tenantId: string;
 }
 
-export const API_KEY_PREFIX = 'sk-gw-';
-const SESSION_PREFIX = 'gws_';
 /** sk-gw- and 43 base64url characters (32 bytes). */
 const KEY_SHAPE = /^sk-gw-[A-Za-z0-9_-]{43}$/;
 

@@ -1,13 +1,13 @@
 import type { Clock } from '../../platform/clock.ts';
-import { decrypt } from '../../platform/crypto.ts';
 import type { InvalidationBus } from '../invalidation.ts';
-import { type GatewayDb, providerKeyAad } from '../schema.ts';
+import { loadProviderKeys, type ProviderCredentials } from '../provider-keys.ts';
+import type { GatewayDb } from '../schema.ts';
 import { LoadingCache } from './loading-cache.ts';
 
 /** What a data-plane call needs of its tenant: the provider keys in plaintext and the body-storage setting. */
 export interface TenantContext {
   tenantId: string;
-  providerKeys: ReadonlyMap<string, { apiKey: string; baseUrl: string | undefined }>;
+  providerKeys: ReadonlyMap<string, ProviderCredentials>;
   /** The providers with a key: model resolution and /v1/models look only at these. */
   keyed: ReadonlySet<string>;
   storeBodies: boolean;
@@ -16,8 +16,8 @@ export interface TenantContext {
 /**
  * Tenants' contexts, cached in process like API keys: a provider key stored
  * or deleted, or a tenant setting changed, invalidates the tenant on every
- * replica. A key that no longer opens (a wrong GATEWAY_ENCRYPTION_KEY, a row
- * moved between tenants) is left out, as if absent, and logged once per load.
+ * replica. A key that no longer opens is left out, as if absent
+ * (loadProviderKeys), and logged.
  */
 export function tenantContexts(options: {
   db: GatewayDb;
@@ -35,20 +35,9 @@ export function tenantContexts(options: {
     load: async (tenantId) => {
       const tenant = await options.db.selectFrom('tenants').select(['store_bodies']).where('id', '=', tenantId).executeTakeFirst();
       if (!tenant) return undefined;
-      const rows = await options.db
-        .selectFrom('provider_keys')
-        .select(['provider', 'key_sealed', 'base_url'])
-        .where('tenant_id', '=', tenantId)
-        .execute();
-      const providerKeys = new Map<string, { apiKey: string; baseUrl: string | undefined }>();
-      for (const row of rows) {
-        try {
-          const apiKey = decrypt(options.encryptionKey, row.key_sealed, providerKeyAad(tenantId, row.provider));
-          providerKeys.set(row.provider, { apiKey, baseUrl: row.base_url ?? undefined });
-        } catch {
-          options.onUnreadableKey(tenantId, row.provider);
-        }
-      }
+      const providerKeys = await loadProviderKeys(options.db, options.encryptionKey, tenantId, (provider) =>
+        options.onUnreadableKey(tenantId, provider),
+      );
       return { tenantId, providerKeys, keyed: new Set(providerKeys.keys()), storeBodies: tenant.store_bodies === 1 };
     },
   });

@@ -27,10 +27,9 @@ export function resolveModelStage(adapters: ReadonlyMap<string, ProviderAdapter>
     }
     const { provider, model, entry } = resolution.resolved;
     const key = call.tenant.providerKeys.get(provider.id);
-    const base = key?.baseUrl ?? provider.baseUrl;
     const adapter = adapters.get(provider.id);
-    if (!key || !base || !adapter) throw noProviderKey(provider.id);
-    call.target = { provider, model, entry, adapter, apiKey: key.apiKey, baseUrl: new URL(base) };
+    if (!key || !adapter) throw noProviderKey(provider.id);
+    call.target = { provider, model, entry, adapter, apiKey: key.apiKey, baseUrl: new URL(key.baseUrl) };
     await next();
   };
 }
