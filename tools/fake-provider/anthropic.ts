@@ -1,0 +1,131 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import { type Content, contentFor, type OfferedTool, type Reply, splitArguments, splitText, textOf } from './answer.ts';
+import type { Behaviour } from './behaviour.ts';
+import { errorAnswer, streamErrorEvent } from './faults.ts';
+import { SSE_HEADERS, type StreamPlan, sseEvent } from './sse.ts';
+
+/**
+ * Anthropic Messages (API reference: "Messages", "Streaming Messages",
+ * "Errors", "Versions"). Checked as Anthropic checks them: a key (401;
+ * `x-api-key`, or `Authorization: Bearer`, which @anthropic-ai/sdk 1.x sends
+ * for an API key), `anthropic-version` (400), then `model`, `max_tokens` and
+ * `messages` (400), and message roles only user or assistant (the system
+ * prompt goes in the top-level `system`).
+ *
+ * Tool use: when the request offers `tools` and either `tool_choice` is
+ * `{type: "any"}` or `{type: "tool", name}`, or the last user text contains
+ * "call tool", the answer is one tool_use block for the named (else the
+ * first) tool. `{type: "none"}` never calls.
+ */
+
+type Body = Record<string, unknown>;
+type Message = { role?: unknown; content?: unknown };
+
+export interface AnthropicContext {
+  behaviour: Behaviour;
+  requestId: string;
+  id: (prefix: string) => string;
+  /** When set, the only accepted key. */
+  apiKey: string | undefined;
+}
+
+export function createMessage(body: Body, headers: IncomingHttpHeaders, ctx: AnthropicContext): Reply {
+  const fail = (kind: 'invalid_request' | 'authentication', message?: string): Reply => ({
+    kind: 'answer',
+    answer: errorAnswer('anthropic', kind, ctx.requestId, message),
+  });
+  const auth = headers.authorization;
+  const key = headers['x-api-key'] ?? (auth?.startsWith('Bearer ') ? auth.slice(7) : undefined);
+  if (typeof key !== 'string' || key === '') return fail('authentication', 'x-api-key header is required');
+  if (ctx.apiKey !== undefined && key !== ctx.apiKey) return fail('authentication', 'invalid x-api-key');
+  if (typeof headers['anthropic-version'] !== 'string') return fail('invalid_request', 'anthropic-version: header is required');
+  for (const field of ['model', 'max_tokens', 'messages'] as const) {
+    if (body[field] === undefined) return fail('invalid_request', `${field}: Field required`);
+  }
+  if (!Number.isInteger(body['max_tokens']) || (body['max_tokens'] as number) < 1) return fail('invalid_request', 'max_tokens: Input should be a valid integer greater than or equal to 1');
+  const messages = body['messages'];
+  if (!Array.isArray(messages)) return fail('invalid_request', 'messages: Input should be a valid list');
+
+  let chars = textOf(body['system']).length;
+  let lastText = '';
+  for (const [i, m] of (messages as Message[]).entries()) {
+    if (m?.role !== 'user' && m?.role !== 'assistant') return fail('invalid_request', `messages.${i}.role: Input should be 'user' or 'assistant'`);
+    const text = textOf(m.content);
+    chars += text.length;
+    if (m.role === 'user') lastText = text;
+  }
+  const content = contentFor(ctx.behaviour, lastText, chars, toolToUse(body, lastText), ctx.id('toolu_01'));
+  const meta = { id: ctx.id('msg_01'), model: body['model'] };
+  if (body['stream'] === true) {
+    return { kind: 'stream', headers: { ...SSE_HEADERS, 'request-id': ctx.requestId }, plan: streamPlan(content, meta, ctx.behaviour) };
+  }
+  const message = {
+    ...meta,
+    type: 'message',
+    role: 'assistant',
+    content: [content.tool ? toolUse(content.tool, JSON.parse(content.tool.arguments)) : { type: 'text', text: content.text }],
+    stop_reason: content.tool ? 'tool_use' : 'end_turn',
+    stop_sequence: null,
+    usage: { ...inputUsage(content, ctx.behaviour), output_tokens: content.completionTokens, service_tier: 'standard' },
+  };
+  return { kind: 'answer', answer: { status: 200, headers: { 'content-type': 'application/json', 'request-id': ctx.requestId }, body: JSON.stringify(message) } };
+}
+
+function toolToUse(body: Body, lastText: string): OfferedTool | undefined {
+  const tools = body['tools'];
+  if (!Array.isArray(tools) || tools.length === 0) return undefined;
+  const choice = body['tool_choice'] as { type?: unknown; name?: unknown } | undefined;
+  const forced = choice?.type === 'any' || choice?.type === 'tool';
+  if (choice?.type === 'none' || !(forced || lastText.includes('call tool'))) return undefined;
+  const offered = (tools as { name?: unknown; input_schema?: unknown }[]).filter((t) => typeof t?.name === 'string');
+  const tool = offered.find((t) => choice?.type === 'tool' && t.name === choice.name) ?? offered[0];
+  return tool ? { name: tool.name as string, schema: tool.input_schema } : undefined;
+}
+
+const toolUse = (tool: NonNullable<Content['tool']>, input: unknown) => ({ type: 'tool_use', id: tool.id, name: tool.name, input });
+
+/** Input-side usage: input_tokens excludes cache reads and writes, which are reported beside it. */
+function inputUsage(content: Content, b: Behaviour) {
+  return {
+    input_tokens: content.promptTokens,
+    cache_creation_input_tokens: b.cacheCreationTokens,
+    cache_read_input_tokens: b.cachedTokens,
+    cache_creation: { ephemeral_5m_input_tokens: b.cacheCreationTokens, ephemeral_1h_input_tokens: 0 },
+  };
+}
+
+/**
+ * message_start (content empty, output_tokens 1), content_block_start, a
+ * ping, content_block_delta events (text_delta, or input_json_delta for
+ * tool_use), content_block_stop, message_delta (stop_reason and the
+ * cumulative usage, output_tokens final), message_stop.
+ */
+function streamPlan(content: Content, meta: { id: string; model: unknown }, b: Behaviour): StreamPlan {
+  const { tool } = content;
+  const start = {
+    type: 'message_start',
+    message: { ...meta, type: 'message', role: 'assistant', content: [], stop_reason: null, stop_sequence: null, usage: { ...inputUsage(content, b), output_tokens: 1, service_tier: 'standard' } },
+  };
+  const block = tool ? toolUse(tool, {}) : { type: 'text', text: '' };
+  const head = [sseEvent('message_start', start), sseEvent('content_block_start', { type: 'content_block_start', index: 0, content_block: block }), sseEvent('ping', { type: 'ping' })];
+  const deltas = tool
+    ? splitArguments(tool.arguments, b.chunks).map((part) => sseEvent('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: part } }))
+    : splitText(content.text, b.chunks).map((part) => sseEvent('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: part } }));
+  const { cache_creation: _, ...cumulative } = inputUsage(content, b);
+  const tail = [
+    sseEvent('content_block_stop', { type: 'content_block_stop', index: 0 }),
+    sseEvent('message_delta', {
+      type: 'message_delta',
+      delta: { stop_reason: tool ? 'tool_use' : 'end_turn', stop_sequence: null },
+      usage: { ...cumulative, output_tokens: content.completionTokens },
+    }),
+    sseEvent('message_stop', { type: 'message_stop' }),
+  ];
+  return { head, deltas, tail, error: streamErrorEvent('anthropic'), garbage: 'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{\n\n' };
+}
+
+/** GET /v1/models as Anthropic lists models (asked with an anthropic-version header). */
+export function modelList(models: readonly string[]): string {
+  const data = models.map((id) => ({ type: 'model', id, display_name: id, created_at: '2025-01-01T00:00:00Z' }));
+  return JSON.stringify({ data, has_more: false, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null });
+}

@@ -1,0 +1,130 @@
+import type { IncomingHttpHeaders } from 'node:http';
+
+/**
+ * What the fake provider does with a request: how long it waits, what it
+ * answers, which tokens it reports and which fault it plays. One server-wide
+ * behaviour, optionally overridden for the next N requests (setBehaviour's
+ * scope), then per request by `x-fake-*` headers (see HEADERS below).
+ */
+
+/**
+ * - `401`, `429`, `500`, `529`: that status with the format's real error body
+ *   (429 with Retry-After; 529 is Anthropic's overloaded_error, sent as-is to
+ *   OpenAI-format callers too).
+ * - `hang`: never answers (for timeout tests); the connection stays open until
+ *   the client gives up or the server closes.
+ * - `drop`: streams: the socket is destroyed after `faultAfterChunks` content
+ *   deltas; non-streamed: after the headers and half the body.
+ * - `stream-error`: streams: an error event after `faultAfterChunks` content
+ *   deltas (OpenAI `data: {"error": ...}`, Anthropic `event: error` with an
+ *   overloaded_error), then the end, no [DONE] / message_stop. Non-streamed
+ *   requests get the status a provider sends for the same failure (OpenAI 500,
+ *   Anthropic 529).
+ * - `garbage`: non-streamed: 200 with a truncated JSON body; streams: one
+ *   valid event, then a `data:` line that is not JSON, then the end.
+ */
+export const FAULTS = ['401', '429', '500', '529', 'hang', 'drop', 'stream-error', 'garbage'] as const;
+export type Fault = (typeof FAULTS)[number];
+
+export interface Behaviour {
+  /** Wait before sending the status line and headers, in ms. */
+  latencyMs: number;
+  /** Wait between two SSE events of a stream, in ms (0: the whole stream in one write). */
+  chunkDelayMs: number;
+  /** How many content deltas a streamed text is split into; unset: one per word. */
+  chunks?: number;
+  /** The answer text; unset: `echo: <the last user text>`. */
+  text?: string;
+  /** Reported input tokens (OpenAI prompt_tokens, cached ones included; Anthropic input_tokens, cache reads and writes excluded); unset: about a quarter of the request's text length. */
+  promptTokens?: number;
+  /** Reported output tokens; unset: the number of words of the answer (for a tool call: 10). */
+  completionTokens?: number;
+  /** OpenAI prompt_tokens_details.cached_tokens; Anthropic cache_read_input_tokens. */
+  cachedTokens: number;
+  /** Anthropic cache_creation_input_tokens (OpenAI has no such field). */
+  cacheCreationTokens: number;
+  /** OpenAI completion_tokens_details.reasoning_tokens (a part of completion_tokens). */
+  reasoningTokens: number;
+  fault?: Fault;
+  /** Content deltas sent before a `drop` or `stream-error` fault strikes. */
+  faultAfterChunks: number;
+  /** The Retry-After header of a 429, in seconds. */
+  retryAfterS: number;
+}
+
+export const DEFAULT_BEHAVIOUR: Behaviour = {
+  latencyMs: 0,
+  chunkDelayMs: 0,
+  cachedTokens: 0,
+  cacheCreationTokens: 0,
+  reasoningTokens: 0,
+  faultAfterChunks: 1,
+  retryAfterS: 1,
+};
+
+/** Per-request overrides, read only when present. The gateway does not forward unknown headers: tests of it use setBehaviour. */
+export const HEADERS = {
+  fault: 'x-fake-fault',
+  latencyMs: 'x-fake-latency-ms',
+  chunkDelayMs: 'x-fake-chunk-delay-ms',
+  chunks: 'x-fake-chunks',
+  faultAfterChunks: 'x-fake-fault-after-chunks',
+  text: 'x-fake-text',
+} as const;
+
+const NUMERIC = ['latencyMs', 'chunkDelayMs', 'chunks', 'faultAfterChunks'] as const;
+
+/** `base` with the request's x-fake-* headers applied; the same object when there are none. */
+export function withHeaders(base: Behaviour, headers: IncomingHttpHeaders): Behaviour {
+  let out = base;
+  const fault = headers[HEADERS.fault];
+  if (typeof fault === 'string') {
+    if (!(FAULTS as readonly string[]).includes(fault)) throw new Error(`${HEADERS.fault}: unknown fault "${fault}"; faults: ${FAULTS.join(', ')}`);
+    out = { ...out, fault: fault as Fault };
+  }
+  for (const key of NUMERIC) {
+    const value = headers[HEADERS[key]];
+    if (typeof value !== 'string') continue;
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < 0) throw new Error(`${HEADERS[key]}: expected a whole number, got "${value}"`);
+    out = { ...out, [key]: n };
+  }
+  const text = headers[HEADERS.text];
+  if (typeof text === 'string') out = { ...out, text };
+  return out;
+}
+
+/** The server-wide behaviour and a queue of behaviours scoped to the next N requests. */
+export class Behaviours {
+  #base: Behaviour;
+  #scoped: { patch: Partial<Behaviour>; left: number }[] = [];
+  readonly #initial: Behaviour;
+
+  constructor(initial: Partial<Behaviour>) {
+    this.#initial = { ...DEFAULT_BEHAVIOUR, ...initial };
+    this.#base = this.#initial;
+  }
+
+  /** Without `requests`: changes the server-wide behaviour. With it: the next `requests` requests behave so, then the queue moves on. */
+  set(patch: Partial<Behaviour>, scope?: { requests: number }): void {
+    if (scope === undefined) {
+      this.#base = { ...this.#base, ...patch };
+      return;
+    }
+    if (!Number.isInteger(scope.requests) || scope.requests < 1) throw new Error('setBehaviour: requests must be a whole number >= 1');
+    this.#scoped.push({ patch, left: scope.requests });
+  }
+
+  /** The behaviour of the next model request (consumes one use of a scoped behaviour). */
+  take(): Behaviour {
+    const head = this.#scoped[0];
+    if (head === undefined) return this.#base;
+    if (--head.left === 0) this.#scoped.shift();
+    return { ...this.#base, ...head.patch };
+  }
+
+  reset(): void {
+    this.#base = this.#initial;
+    this.#scoped = [];
+  }
+}
