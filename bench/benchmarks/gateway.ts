@@ -3,7 +3,7 @@ import { cpuWindow, waitUntilIdle } from '../lib/cpu.ts';
 import { call, fmt, log } from '../lib/format.ts';
 import { type RunningTarget, TARGETS, type Target, type Upstream } from '../lib/gateway-targets.ts';
 import { load, percentile, problems } from '../lib/load.ts';
-import { rssMiB, rssPeak } from '../lib/memory.ts';
+import { idleNodeRss, rssMiB, rssPeak } from '../lib/memory.ts';
 import type { Row } from '../lib/report.ts';
 import { streamTtfb } from '../lib/ttfb.ts';
 
@@ -175,7 +175,7 @@ export async function gatewayComparison() {
   } finally {
     await Promise.all([fast.stop(), slow.stop()]);
   }
-  return report(results);
+  return report(results, await idleNodeRss());
 }
 
 const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b);
@@ -196,7 +196,7 @@ function summarize(m: Measured) {
   };
 }
 
-function report(results: Measured[]) {
+function report(results: Measured[], idleNode: { js: number; ts: number }) {
   const [base, ...others] = results;
   const b = summarize(base!);
   const rows: Row[] = [];
@@ -245,9 +245,10 @@ function report(results: Measured[]) {
   details.push(
     `Gateway benchmark: throughput and CPU at ${THROUGHPUT_CONNECTIONS} connections on the 0 ms fake (${SLICE_S} s slices, each target twice: in order, then reversed, after ${WARMUP_S} s of warm-up); ` +
       `latency at ${LATENCY_CONNECTIONS} connections on a fake answering after 20 ms; stream TTFB over ${TTFB_REQUESTS} stream: true requests, ${TTFB_CONCURRENCY} at a time, from the send to the first body byte (the 20 ms fake then sends an event every 10 ms); ` +
-      `RSS from /proc/<pid>/status: idle after start, peak during the throughput slices, and after ${MEMORY_REQUESTS / 1000}k requests once the process is idle. The direct figures are the fake provider's own; it also served every other target.`,
+      `RSS from /proc/<pid>/status: idle after start, peak during the throughput slices, and after ${MEMORY_REQUESTS / 1000}k requests once the process is idle. The direct figures are the fake provider's own; it also served every other target. ` +
+      `An idle Node ${process.version} process here: ${mib(idleNode.js)} MiB as JavaScript (Portkey), ${mib(idleNode.ts)} MiB as TypeScript (the fake, the floor; type stripping loads a transpiler).`,
   );
   if (base!.trouble.length) details.push(`direct: not 2xx: ${base!.trouble.join('; ')}.`);
   const raw = Object.fromEntries(results.map((m) => [m.target.name, { ...summarize(m), rss: m.rss, sent: m.sent, broken: m.broken, streamFailures: m.streamFailures, notes: m.notes }]));
-  return { rows, details, raw: { gateway: raw } };
+  return { rows, details, raw: { gateway: { targets: raw, idleNode } } };
 }

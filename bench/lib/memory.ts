@@ -1,3 +1,4 @@
+import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 
 /** Resident memory of a process, from /proc (Linux; NaN elsewhere or once it has exited). */
@@ -24,4 +25,18 @@ export function rssPeak(pid: number, everyMs = 250): () => number {
     clearInterval(timer);
     return Math.max(peak, rssMiB(pid));
   };
+}
+
+/**
+ * RSS of an idle Node process of this binary, as plain JavaScript and as
+ * TypeScript (type stripping loads a transpiler, which costs memory): the
+ * floor under every child's figures. Each runs half a second before it is read.
+ */
+export async function idleNodeRss(): Promise<{ js: number; ts: number }> {
+  const measure = (inputType: string) =>
+    new Promise<number>((resolve, reject) => {
+      const script = `const a${inputType.endsWith('typescript') ? ': number' : ''} = 0; setTimeout(() => process.stdout.write(String(a + process.memoryUsage().rss)), 500);`;
+      execFile(process.execPath, [`--input-type=${inputType}`, '-e', script], (err, stdout) => (err ? reject(err) : resolve(Number(stdout) / 2 ** 20)));
+    });
+  return { js: await measure('module'), ts: await measure('module-typescript') };
 }
