@@ -28,6 +28,8 @@ declare module 'autocannon' {
     connections?: number;
     /** Seconds. */
     duration?: number;
+    /** Requests to send in all, then stop (overrides duration). */
+    amount?: number;
     /** Requests per second across all connections. */
     overallRate?: number;
     /** Seconds before a request counts as timed out. */

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { gatewayComparison } from './benchmarks/gateway.ts';
 import { loginAndLatency } from './benchmarks/login.ts';
 import { oauthThroughput } from './benchmarks/oauth.ts';
 import { meThroughput } from './benchmarks/throughput.ts';
@@ -20,9 +21,12 @@ import type { AuthInfo } from './servers/auth-info.ts';
  * `npm run bench -- login me oauth` (any of them) runs only those groups
  * (login: benchmarks 1 and 2; me: 3; oauth: 4) and prints their table
  * without rewriting docs/BENCHMARKS.md, which holds whole runs only.
+ * `npm run bench -- gateway` runs the gateway comparison
+ * (bench/benchmarks/gateway.ts); it is not part of a whole run yet.
  */
-const PARTS = ['login', 'me', 'oauth'] as const;
+const PARTS = ['login', 'me', 'oauth', 'gateway'] as const;
 type Part = (typeof PARTS)[number];
+const WHOLE: readonly Part[] = ['login', 'me', 'oauth'];
 const asked = process.argv.slice(2);
 for (const a of asked) {
   if (!(PARTS as readonly string[]).includes(a)) {
@@ -30,17 +34,29 @@ for (const a of asked) {
     process.exit(1);
   }
 }
-const parts = new Set<Part>(asked.length ? (asked as Part[]) : PARTS);
-const whole = parts.size === PARTS.length;
+const parts = new Set<Part>(asked.length ? (asked as Part[]) : WHOLE);
+const whole = parts.size === WHOLE.length && WHOLE.every((p) => parts.has(p));
+const authParts = WHOLE.some((p) => parts.has(p));
 
 const CORES = availableParallelism();
-const TIME_LIMIT_MS = 175_000;
+// The gateway part sends 100,000 requests through each target, Portkey's at about 1k/s.
+const TIME_LIMIT_MS = (authParts ? 175_000 : 0) + (parts.has('gateway') ? 420_000 : 0);
 
 const ROOT = new URL('../', import.meta.url);
 const DOC = new URL('docs/BENCHMARKS.md', ROOT);
 const RAW = new URL('bench/results/last-run.json', ROOT);
 
 async function main(servers: ChildServer<unknown>[], dataDir: string) {
+  const gateway = parts.has('gateway') ? await gatewayComparison() : undefined;
+  const auth = authParts ? await authBenchmarks(servers, dataDir) : undefined;
+  return {
+    rows: [...(auth?.rows ?? []), ...(gateway?.rows ?? [])],
+    details: [...(auth?.details ?? []), ...(gateway?.details ?? [])],
+    raw: { ...auth?.raw, ...gateway?.raw },
+  };
+}
+
+async function authBenchmarks(servers: ChildServer<unknown>[], dataDir: string) {
   const apiKey = randomBytes(32).toString('base64url');
   log('starting the servers');
   const [auth, bare] = await Promise.all([

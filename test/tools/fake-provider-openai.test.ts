@@ -144,6 +144,21 @@ describe('fake provider, OpenAI format', () => {
     assert.equal(fake.calls.count, 2);
   });
 
+  test('scoped behaviours queue in order over the server-wide one, and reset() clears them', async () => {
+    fake.setBehaviour({ text: 'base' });
+    fake.setBehaviour({ fault: '500' }, { requests: 2 });
+    fake.setBehaviour({ fault: '401' }, { requests: 1 });
+    const ask = () => client.chat.completions.create({ model: 'fake-model', messages: [{ role: 'user', content: 'x' }] });
+    await assert.rejects(ask(), OpenAI.InternalServerError);
+    await assert.rejects(ask(), OpenAI.InternalServerError);
+    await assert.rejects(ask(), OpenAI.AuthenticationError);
+    assert.equal((await ask()).choices[0]?.message.content, 'base');
+    fake.setBehaviour({ fault: '500' }, { requests: 1 });
+    fake.reset();
+    assert.equal((await ask()).choices[0]?.message.content, 'echo: x');
+    assert.equal(fake.calls.count, 1);
+  });
+
   test('an error mid-stream raises from the iteration after the first delta', async () => {
     fake.setBehaviour({ fault: 'stream-error', faultAfterChunks: 1 });
     const stream = await client.chat.completions.create({ model: 'fake-model', messages: [{ role: 'user', content: 'a b c' }], stream: true });

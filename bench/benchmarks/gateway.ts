@@ -1,0 +1,254 @@
+import { type ChildServer, startServer } from '../lib/children.ts';
+import { cpuWindow, waitUntilIdle } from '../lib/cpu.ts';
+import { call, fmt, log } from '../lib/format.ts';
+import { type RunningTarget, TARGETS, type Target, type Upstream } from '../lib/gateway-targets.ts';
+import { load, percentile, problems } from '../lib/load.ts';
+import { idleNodeRss, rssMiB, rssPeak } from '../lib/memory.ts';
+import type { Row } from '../lib/report.ts';
+import { streamTtfb } from '../lib/ttfb.ts';
+
+/**
+ * The gateway benchmark: OpenAI chat completions sent straight to the fake
+ * provider (the baseline, TARGETS[0]) and through each other target, side by
+ * side in one run, against one fake answering at once (throughput, CPU,
+ * memory) and one answering after 20 ms (added latency, streaming time to
+ * first byte). Every target and both fakes run in their own processes.
+ */
+
+const THROUGHPUT_CONNECTIONS = 50;
+const LATENCY_CONNECTIONS = 10;
+const WARMUP_S = 2;
+const SLICE_S = 5;
+const MEMORY_REQUESTS = 100_000;
+const TTFB_REQUESTS = 200;
+const TTFB_CONCURRENCY = 4;
+const API_KEY = 'sk-bench-fake';
+
+const TEXT = 'Hello from the fake provider, friend.';
+const MESSAGES = [{ role: 'user', content: 'Say hello.' }];
+const body = (t: RunningTarget) => JSON.stringify({ model: t.model ?? 'fake-model', messages: MESSAGES });
+const streamBody = (t: RunningTarget) =>
+  JSON.stringify({ model: t.model ?? 'fake-model', messages: MESSAGES, stream: true, stream_options: { include_usage: true } });
+
+interface Measured {
+  target: Target;
+  /** Why it could not be measured (its check request failed), if so. */
+  broken?: string;
+  notes: string[];
+  /** Requests sent to it with the 0 ms upstream. */
+  sent: number;
+  ok: number;
+  seconds: number;
+  cpuSeconds: number;
+  trouble: string[];
+  rss: { idle: number; load: number; after: number; afterRequests: number };
+  latencies: number[];
+  ttfb: number[];
+  streamFailures: Record<string, number>;
+  firstStreamFailure?: string;
+}
+
+async function startFake(name: string, behaviour: Record<string, unknown>): Promise<ChildServer<{ url: string }>> {
+  return startServer<{ url: string }>(name, new URL('../servers/fake-provider.ts', import.meta.url), { FAKE_BEHAVIOUR: JSON.stringify(behaviour) });
+}
+
+/** One non-streamed request: an error message unless it answers 200 with the fake's text. */
+async function check(t: RunningTarget): Promise<string | undefined> {
+  const res = await call(`${t.url}/chat/completions`, { method: 'POST', headers: t.headers, body: body(t) });
+  return res.status === 200 && res.body.includes(TEXT) ? undefined : `check request answered ${res.status} ${res.body.slice(0, 200)}`;
+}
+
+/** Starts every target on `upstream`, checks each, runs `body` and stops them whatever happens. */
+async function withTargets(upstream: Upstream, results: Measured[], measure: (running: (RunningTarget | undefined)[]) => Promise<void>) {
+  const running: (RunningTarget | undefined)[] = [];
+  try {
+    for (const [i, m] of results.entries()) {
+      let t: RunningTarget;
+      try {
+        t = await m.target.start(upstream);
+      } catch (err) {
+        m.broken ??= `could not start: ${(err as Error).message}`;
+        running.push(undefined);
+        continue;
+      }
+      running.push(t);
+      const problem = await check(t);
+      if (problem) {
+        m.broken ??= problem;
+        running[i] = undefined;
+        await t.stop();
+      }
+    }
+    await measure(running);
+  } finally {
+    for (const [i, t] of running.entries()) {
+      const note = t?.note?.();
+      if (note) results[i]!.notes.push(note);
+      await t?.stop();
+    }
+  }
+}
+
+/** Each target once in list order, then once in reverse, so that drift in the machine's speed weighs on each alike. */
+const sliceOrder = (n: number) => [...Array(n).keys(), ...[...Array(n).keys()].reverse()];
+const options = (t: RunningTarget) => ({ url: `${t.url}/chat/completions`, method: 'POST', headers: t.headers, body: body(t) });
+
+export async function gatewayComparison() {
+  log('gateway: starting two fake providers (0 ms and 20 ms)');
+  const fast = await startFake('fake-0ms', { text: TEXT });
+  const slow = await startFake('fake-20ms', { text: TEXT, latencyMs: 20, chunkDelayMs: 10 });
+  const results: Measured[] = TARGETS.map((target) => ({
+    target,
+    notes: [],
+    sent: 0,
+    ok: 0,
+    seconds: 0,
+    cpuSeconds: 0,
+    trouble: [],
+    rss: { idle: Number.NaN, load: 0, after: Number.NaN, afterRequests: 0 },
+    latencies: [],
+    ttfb: [],
+    streamFailures: {},
+  }));
+  try {
+    await withTargets({ url: fast.info.url, pid: fast.pid, apiKey: API_KEY }, results, async (running) => {
+      for (const [i, t] of running.entries()) {
+        if (!t) continue;
+        await waitUntilIdle(t.pid);
+        results[i]!.rss.idle = rssMiB(t.pid);
+      }
+      log(`gateway: throughput at ${THROUGHPUT_CONNECTIONS} connections, 0 ms upstream, ${SLICE_S} s slices in order and reversed`);
+      for (const [i, t] of running.entries()) {
+        if (t) results[i]!.sent += (await load({ ...options(t), connections: THROUGHPUT_CONNECTIONS, duration: WARMUP_S })).result.requests.sent;
+      }
+      for (const i of sliceOrder(running.length)) {
+        const t = running[i];
+        const m = results[i]!;
+        if (!t) continue;
+        const cpu = cpuWindow(t.pid);
+        const peak = rssPeak(t.pid);
+        const { result } = await load({ ...options(t), connections: THROUGHPUT_CONNECTIONS, duration: SLICE_S });
+        const shares = cpu();
+        m.rss.load = Math.max(m.rss.load, peak());
+        m.sent += result.requests.sent;
+        m.ok += result['2xx'];
+        m.seconds += result.duration;
+        m.cpuSeconds += shares.server * result.duration;
+        const trouble = problems(result);
+        if (trouble) m.trouble.push(trouble);
+      }
+      for (const [i, t] of running.entries()) {
+        const m = results[i]!;
+        if (!t) continue;
+        const more = MEMORY_REQUESTS - m.sent;
+        if (more > 0) {
+          log(`gateway: ${m.target.name}: ${more} more requests to reach ${MEMORY_REQUESTS}`);
+          m.sent += (await load({ ...options(t), connections: THROUGHPUT_CONNECTIONS, amount: more })).result.requests.sent;
+        }
+        await waitUntilIdle(t.pid);
+        m.rss.after = rssMiB(t.pid);
+        m.rss.afterRequests = m.sent;
+      }
+    });
+
+    await withTargets({ url: slow.info.url, pid: slow.pid, apiKey: API_KEY }, results, async (running) => {
+      log(`gateway: latency at ${LATENCY_CONNECTIONS} connections and streaming TTFB, 20 ms upstream`);
+      for (const t of running) if (t) await load({ ...options(t), connections: LATENCY_CONNECTIONS, duration: WARMUP_S });
+      for (const i of sliceOrder(running.length)) {
+        const t = running[i];
+        if (!t) continue;
+        const { result, ok } = await load({ ...options(t), connections: LATENCY_CONNECTIONS, duration: SLICE_S }, true);
+        for (const s of ok) results[i]!.latencies.push(s.ms);
+        const trouble = problems(result);
+        if (trouble) results[i]!.trouble.push(`20 ms upstream: ${trouble}`);
+      }
+      for (const i of sliceOrder(running.length)) {
+        const t = running[i];
+        const m = results[i]!;
+        if (!t) continue;
+        const run = await streamTtfb(t.url, t.headers, streamBody(t), { requests: TTFB_REQUESTS / 2, concurrency: TTFB_CONCURRENCY });
+        m.ttfb.push(...run.ttfb);
+        for (const [k, n] of Object.entries(run.failures)) m.streamFailures[k] = (m.streamFailures[k] ?? 0) + n;
+        m.firstStreamFailure ??= run.firstFailure;
+      }
+    });
+  } finally {
+    await Promise.all([fast.stop(), slow.stop()]);
+  }
+  return report(results, await idleNodeRss());
+}
+
+const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b);
+const ms = (x: number) => (Number.isNaN(x) ? 'n/a' : x < 10 ? fmt(x, 2) : fmt(x, 1));
+const signed = (x: number) => (Number.isNaN(x) ? 'n/a' : `${x >= 0 ? '+' : ''}${ms(x)}`);
+const mib = (x: number) => (Number.isNaN(x) ? 'n/a' : fmt(x, 0));
+
+function summarize(m: Measured) {
+  const lat = sorted(m.latencies);
+  const ttfb = sorted(m.ttfb);
+  return {
+    rate: m.ok / m.seconds,
+    cpuUs: (m.cpuSeconds * 1e6) / m.ok,
+    p50: percentile(lat, 50),
+    p99: percentile(lat, 99),
+    ttfb50: percentile(ttfb, 50),
+    ttfb99: percentile(ttfb, 99),
+  };
+}
+
+function report(results: Measured[], idleNode: { js: number; ts: number }) {
+  const [base, ...others] = results;
+  const b = summarize(base!);
+  const rows: Row[] = [];
+  const details: string[] = [];
+  for (const m of others) {
+    const s = summarize(m);
+    const name = m.target.name;
+    if (m.broken) {
+      rows.push({ benchmark: `gateway: ${name}`, measured: m.broken, baseline: '', result: '', target: '', pass: false, verdict: 'BROKEN' });
+      continue;
+    }
+    const info = { target: 'none (compared)', pass: true, verdict: 'info' };
+    rows.push(
+      { benchmark: `gateway throughput, ${name}`, measured: `${fmt(s.rate)} req/s`, baseline: `direct ${fmt(b.rate)} req/s`, result: `${fmt(s.rate / b.rate, 3)} of direct`, ...info },
+      {
+        benchmark: `gateway added latency, ${name}`,
+        measured: `p50 ${ms(s.p50)} ms, p99 ${ms(s.p99)} ms`,
+        baseline: `direct p50 ${ms(b.p50)} ms, p99 ${ms(b.p99)} ms`,
+        result: `p50 ${signed(s.p50 - b.p50)} ms, p99 ${signed(s.p99 - b.p99)} ms`,
+        ...info,
+      },
+    );
+    const streamFailed = Object.values(m.streamFailures).reduce((a, n) => a + n, 0);
+    rows.push({
+      benchmark: `gateway stream TTFB, ${name}`,
+      measured: m.ttfb.length ? `p50 ${ms(s.ttfb50)} ms, p99 ${ms(s.ttfb99)} ms` : 'no stream answered',
+      baseline: `direct p50 ${ms(b.ttfb50)} ms, p99 ${ms(b.ttfb99)} ms`,
+      result: m.ttfb.length ? `p50 ${signed(s.ttfb50 - b.ttfb50)} ms, p99 ${signed(s.ttfb99 - b.ttfb99)} ms` : 'n/a',
+      ...info,
+      ...(streamFailed ? { verdict: `FAILED ${streamFailed}/${TTFB_REQUESTS}` } : {}),
+    });
+    rows.push(
+      { benchmark: `gateway CPU per request, ${name}`, measured: `${fmt(s.cpuUs)} µs`, baseline: `fake provider ${fmt(b.cpuUs)} µs`, result: `${fmt(s.cpuUs / b.cpuUs, 2)} × the fake's`, ...info },
+      {
+        benchmark: `gateway RSS, ${name}`,
+        measured: `idle ${mib(m.rss.idle)}, load ${mib(m.rss.load)}, after ${fmt(m.rss.afterRequests / 1000)}k ${mib(m.rss.after)} MiB`,
+        baseline: `fake idle ${mib(base!.rss.idle)}, load ${mib(base!.rss.load)} MiB`,
+        result: `+${mib(m.rss.after - m.rss.idle)} MiB kept`,
+        ...info,
+      },
+    );
+    if (streamFailed) details.push(`${name}: ${TTFB_REQUESTS} stream: true requests, failures by status ${JSON.stringify(m.streamFailures)}; the first answered: ${m.firstStreamFailure}.`);
+    for (const note of m.notes) details.push(note);
+    if (m.trouble.length) details.push(`${name}: not 2xx: ${m.trouble.join('; ')}.`);
+  }
+  details.push(
+    `Gateway benchmark: throughput and CPU at ${THROUGHPUT_CONNECTIONS} connections on the 0 ms fake (${SLICE_S} s slices, each target twice: in order, then reversed, after ${WARMUP_S} s of warm-up); ` +
+      `latency at ${LATENCY_CONNECTIONS} connections on a fake answering after 20 ms; stream TTFB over ${TTFB_REQUESTS} stream: true requests, ${TTFB_CONCURRENCY} at a time, from the send to the first body byte (the 20 ms fake then sends an event every 10 ms); ` +
+      `RSS from /proc/<pid>/status: idle after start, peak during the throughput slices, and after ${MEMORY_REQUESTS / 1000}k requests once the process is idle. The direct figures are the fake provider's own; it also served every other target. ` +
+      `An idle Node ${process.version} process here: ${mib(idleNode.js)} MiB as JavaScript (Portkey), ${mib(idleNode.ts)} MiB as TypeScript (the fake, the floor; type stripping loads a transpiler).`,
+  );
+  if (base!.trouble.length) details.push(`direct: not 2xx: ${base!.trouble.join('; ')}.`);
+  const raw = Object.fromEntries(results.map((m) => [m.target.name, { ...summarize(m), rss: m.rss, sent: m.sent, broken: m.broken, streamFailures: m.streamFailures, notes: m.notes }]));
+  return { rows, details, raw: { gateway: { targets: raw, idleNode } } };
+}

@@ -1,0 +1,83 @@
+import { startServer } from './children.ts';
+import { startPortkey } from './portkey.ts';
+
+/**
+ * What the gateway benchmark sends OpenAI chat completions through, each
+ * measured against the same fake provider in the same run. The first,
+ * the provider called directly, is the baseline the others are judged by.
+ */
+
+/** A fake provider running as a child process. */
+export interface Upstream {
+  /** http://127.0.0.1:PORT (append /v1). */
+  url: string;
+  pid: number;
+  /** The provider key every target forwards (the fake accepts any). */
+  apiKey: string;
+}
+
+export interface RunningTarget {
+  /** Base URL with /v1: requests go to `${url}/chat/completions`. */
+  url: string;
+  /** Headers of every request (authentication and routing included). */
+  headers: Record<string, string>;
+  /** The model name to send, when the target wants its own (e.g. provider/model); default "fake-model". */
+  model?: string;
+  /** The process whose CPU and memory are measured. */
+  pid: number;
+  stop(): Promise<void>;
+  /** Anything the target reported that a reader should know (errors it logged), or undefined. */
+  note?(): string | undefined;
+}
+
+export interface Target {
+  name: string;
+  start(upstream: Upstream): Promise<RunningTarget>;
+}
+
+const JSON_TYPE = { 'content-type': 'application/json' };
+
+export const DIRECT: Target = {
+  name: 'direct',
+  start: async (upstream) => ({
+    url: `${upstream.url}/v1`,
+    headers: { ...JSON_TYPE, authorization: `Bearer ${upstream.apiKey}` },
+    pid: upstream.pid,
+    stop: async () => {},
+  }),
+};
+
+export const NODE_FLOOR: Target = {
+  name: 'node floor',
+  async start(upstream) {
+    const server = await startServer<{ url: string }>('node-floor', new URL('../servers/node-floor.ts', import.meta.url), { UPSTREAM_URL: upstream.url });
+    return { url: `${server.info.url}/v1`, headers: { ...JSON_TYPE, authorization: `Bearer ${upstream.apiKey}` }, pid: server.pid, stop: () => server.stop() };
+  },
+};
+
+export const PORTKEY: Target = {
+  name: 'Portkey',
+  async start(upstream) {
+    const portkey = await startPortkey();
+    return {
+      url: `${portkey.url}/v1`,
+      headers: {
+        ...JSON_TYPE,
+        authorization: `Bearer ${upstream.apiKey}`,
+        'x-portkey-provider': 'openai',
+        'x-portkey-custom-host': `${upstream.url}/v1`,
+      },
+      pid: portkey.pid,
+      stop: () => portkey.stop(),
+      note() {
+        const { count, first } = portkey.errors();
+        return count ? `Portkey ${portkey.version} logged ${count} error lines, the first: "${first}"` : undefined;
+      },
+    };
+  },
+};
+
+// TODO(lead): add "this gateway" here once it runs: a Target whose start() launches the gateway as a child process with a
+// tenant, an API key and an OpenAI-compatible provider key whose base_url is `${upstream.url}/v1`
+// (GATEWAY_ALLOW_PRIVATE_UPSTREAMS=127.0.0.1), and returns its URL, the `Authorization: Bearer sk-gw-...` header and its pid.
+export const TARGETS: Target[] = [DIRECT, NODE_FLOOR, PORTKEY];
