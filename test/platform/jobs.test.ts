@@ -26,9 +26,9 @@ for (const kind of DB_KINDS) {
     before(async () => {
       database = await freshDatabase(kind);
       const open = () => openDatabase({ url: database.url, sqlitePath: join(database.dataDir, 'auth.sqlite') });
-      a = open();
+      a = await open();
       await migrateToLatest(a.db, authMigrations);
-      b = open(); // a second handle: on PostgreSQL its own pool, like another replica
+      b = await open(); // a second handle: on PostgreSQL its own pool, like another replica
     });
     after(async () => {
       await a.db.destroy();
