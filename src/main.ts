@@ -1,9 +1,9 @@
-import { closeOnSignals, exitOnConfigError, startAuth } from './auth/main.ts';
+import { runServices } from './platform/service-entry.ts';
+import { services } from './services.ts';
 
 /**
- * `npm start`: every service of the platform in one process, on embedded
- * defaults (SQLite under ./data, emails printed to the log). The AI gateway
- * joins here when it exists.
+ * `npm start`: every service listed in src/services.ts in one process, on
+ * embedded defaults (SQLite under ./data, emails printed to the log), each
+ * printing its URL; SIGINT/SIGTERM close them all.
  */
-const auth = await startAuth().catch(exitOnConfigError);
-closeOnSignals(() => auth.close());
+await runServices(services);

@@ -1,17 +1,21 @@
-import { loadAuthConfig } from './auth/config.ts';
-import { exitOnConfigError } from './auth/main.ts';
-import { authMigrations } from './auth/migrations.ts';
-import { migrateToLatest, openDatabase } from './platform/db.ts';
+import { closeDatabase, migrateToLatest, openDatabase } from './platform/db.ts';
+import { configureAll, exitOnConfigError } from './platform/service-entry.ts';
+import { services } from './services.ts';
 
-/** `npm run migrate`: applies pending migrations of every service, then exits. */
-const config = (() => {
+/** `npm run migrate`: applies pending migrations of every service listed in src/services.ts, then exits. */
+const configured = (() => {
   try {
-    return loadAuthConfig();
+    return configureAll(services, process.env);
   } catch (err) {
     return exitOnConfigError(err);
   }
 })();
-const { db, dialect } = openDatabase({ url: config.databaseUrl, sqlitePath: config.sqlitePath });
-const applied = await migrateToLatest(db, authMigrations);
-process.stdout.write(`auth (${dialect}): ${applied.length ? `applied ${applied.join(', ')}` : 'up to date'}\n`);
-await db.destroy();
+for (const service of configured) {
+  const { db, dialect } = await openDatabase(service.database);
+  try {
+    const applied = await migrateToLatest(db, service.migrations);
+    process.stdout.write(`${service.name} (${dialect}): ${applied.length ? `applied ${applied.join(', ')}` : 'up to date'}\n`);
+  } finally {
+    await closeDatabase(db);
+  }
+}

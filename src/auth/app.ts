@@ -1,12 +1,10 @@
-import type { FastifyError } from 'fastify';
-import { HttpProblem } from '../platform/errors.ts';
 import { acceptFormBodies } from '../platform/form.ts';
-import { createHttpApp, requireApiKey, sendProblem, toProblem, type App } from '../platform/http.ts';
+import { createHttpApp, requireApiKey, type App, useErrorFormat } from '../platform/http.ts';
 import { createRateLimiter } from '../platform/limits.ts';
 import type { AuthDeps } from './deps.ts';
 import { ClientMetadataResolver } from './oauth/client-metadata.ts';
 import type { OAuthDeps } from './oauth/clients.ts';
-import { OAuthError } from './oauth/errors.ts';
+import { oauthErrorProblem } from './oauth/errors.ts';
 import { accountRoutes } from './routes/account.ts';
 import { healthRoutes } from './routes/health.ts';
 import { oauthEndpoints } from './routes/oauth-endpoints.ts';
@@ -69,27 +67,7 @@ function oauthDeps(deps: AuthDeps): OAuthDeps | undefined {
 /** The OAuth paths, with RFC 6749 error bodies instead of problem+json. */
 async function oauthScope(app: App, opts: { deps: OAuthDeps; cors: boolean }): Promise<void> {
   acceptFormBodies(app);
-  app.setErrorHandler((error: FastifyError, request, reply) => {
-    if (error instanceof OAuthError) {
-      if (error.status >= 400 && error.status < 500) request.log.info({ oauthError: error.error }, 'oauth request refused');
-      return reply
-        .status(error.status)
-        .headers(error.headers)
-        .header('cache-control', 'no-store')
-        .send({ error: error.error, error_description: error.message });
-    }
-    if (error instanceof HttpProblem) return sendProblem(request, reply, error);
-    const problem = toProblem(error);
-    if (problem.status >= 500) return sendProblem(request, reply, problem);
-    const description =
-      problem.code === 'unsupported_media_type'
-        ? `Send ${request.url.startsWith('/oauth/register') ? 'application/json' : 'application/x-www-form-urlencoded'}.`
-        : problem.message;
-    return reply
-      .status(problem.status)
-      .header('cache-control', 'no-store')
-      .send({ error: 'invalid_request', error_description: new OAuthError('invalid_request', description).message });
-  });
+  useErrorFormat(app, 'oauth', { mapError: oauthErrorProblem });
   await app.register(oauthEndpoints, { deps: opts.deps, cors: opts.cors, apiKey: opts.deps.config.apiKey });
   await app.register(oauthPages, opts.deps);
 }

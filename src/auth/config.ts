@@ -1,18 +1,16 @@
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { devSecret, EnvReader, parseKey, type RateSetting } from '../platform/config.ts';
-import type { SmtpSettings } from '../platform/mail-transport.ts';
+import { readSharedSettings, type SharedSettings } from '../platform/settings.ts';
 import { parseTrustProxy, type TrustProxy } from '../platform/trust-proxy.ts';
 import { redirectUriProblem } from './oauth/redirect-uris.ts';
 
-export interface AuthConfig {
-  production: boolean;
+/** The shared settings (production, dataDir, logLevel, redisUrl, smtp, mail) and the account service's own. */
+export interface AuthConfig extends SharedSettings {
   host: string;
   port: number;
   baseUrl: string;
-  dataDir: string;
   databaseUrl: string | undefined;
   sqlitePath: string;
-  redisUrl: string | undefined;
   apiKey: string;
   /** True when the API key was generated into DATA_DIR (development). */
   apiKeyGenerated: boolean;
@@ -36,10 +34,7 @@ export interface AuthConfig {
     forgot: RateSetting;
     forgotPerEmail: RateSetting;
   };
-  smtp: SmtpSettings | undefined;
-  mail: { from: string; pollMs: number; maxAttempts: number; backoffBaseMs: number; backoffCapMs: number };
   purgeIntervalMs: number;
-  logLevel: string;
   bodyLimit: number;
   /** Proxies whose X-Forwarded-For is believed (addresses and CIDR ranges, or a hop count); false: none. */
   trustProxy: TrustProxy;
@@ -76,8 +71,8 @@ const DAY = 24 * HOUR;
 /** Reads the account service's settings; throws ConfigError listing every problem. */
 export function loadAuthConfig(env: Record<string, string | undefined> = process.env): AuthConfig {
   const r = new EnvReader(env);
-  const production = env['NODE_ENV'] === 'production';
-  const dataDir = resolve(r.string('DATA_DIR') ?? './data');
+  const shared = readSharedSettings(r, { prefix: 'AUTH', defaultFrom: 'Accounts <no-reply@localhost>', mailCarries: 'emails' });
+  const { production, dataDir } = shared;
   const port = r.int('AUTH_PORT', 8080, 0, 65535);
   const why = 'when NODE_ENV=production';
 
@@ -94,8 +89,6 @@ export function loadAuthConfig(env: Record<string, string | undefined> = process
   if (encryptionKeyText && !encryptionKey) {
     r.problems.push('AUTH_ENCRYPTION_KEY must be 32 bytes written as 64 hex digits or 43 base64url characters (e.g. `openssl rand -hex 32`)');
   }
-  const smtpHost = r.string('SMTP_HOST');
-  if (production && !smtpHost) r.problems.push(`SMTP_HOST is required ${why} (without it emails are only printed to the log)`);
   const baseUrl = production ? r.url('AUTH_BASE_URL') : r.url('AUTH_BASE_URL', `http://localhost:${port}`);
   if (production && !baseUrl) r.problems.push(`AUTH_BASE_URL is required ${why} (the public URL used in emails)`);
   const verifyUrl = r.string('AUTH_VERIFY_URL');
@@ -108,14 +101,12 @@ export function loadAuthConfig(env: Record<string, string | undefined> = process
   if ('problem' in trustProxy) r.problems.push(trustProxy.problem);
 
   const config: AuthConfig = {
-    production,
+    ...shared,
     host: r.string('AUTH_HOST') ?? (production ? '0.0.0.0' : '127.0.0.1'),
     port,
     baseUrl: baseUrl ?? '',
-    dataDir,
     databaseUrl: r.string('AUTH_DATABASE_URL'),
     sqlitePath: join(dataDir, 'auth.sqlite'),
-    redisUrl: r.string('REDIS_URL'),
     apiKey: apiKey ?? '',
     apiKeyGenerated,
     encryptionKey: encryptionKey ?? Buffer.alloc(0),
@@ -137,24 +128,7 @@ export function loadAuthConfig(env: Record<string, string | undefined> = process
       forgot: r.rate('AUTH_LIMIT_FORGOT', { points: 10, durationSeconds: 3600 }),
       forgotPerEmail: r.rate('AUTH_LIMIT_FORGOT_PER_EMAIL', { points: 3, durationSeconds: 3600 }),
     },
-    smtp: smtpHost
-      ? {
-          host: smtpHost,
-          port: r.int('SMTP_PORT', 587, 1, 65535),
-          user: r.string('SMTP_USER'),
-          pass: r.string('SMTP_PASS'),
-          tlsCaFile: r.string('SMTP_TLS_CA'),
-        }
-      : undefined,
-    mail: {
-      from: r.string('SMTP_FROM') ?? 'Accounts <no-reply@localhost>',
-      pollMs: r.int('AUTH_MAIL_POLL_MS', 1000, 10, 60_000),
-      maxAttempts: r.int('AUTH_MAIL_MAX_ATTEMPTS', 10, 1, 50),
-      backoffBaseMs: r.int('AUTH_MAIL_BACKOFF_SECONDS', 30, 1, 3600) * 1000,
-      backoffCapMs: HOUR,
-    },
     purgeIntervalMs: r.int('AUTH_PURGE_INTERVAL_MINUTES', 60, 1, 1440) * 60_000,
-    logLevel: r.string('LOG_LEVEL') ?? 'info',
     bodyLimit: r.int('AUTH_BODY_LIMIT_BYTES', 64 * 1024, 1024, 10 * 1024 * 1024),
     trustProxy: 'value' in trustProxy ? trustProxy.value : false,
     tokens: {

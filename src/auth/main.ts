@@ -1,13 +1,30 @@
-import { ConfigError } from '../platform/config.ts';
-import { loadAuthConfig } from './config.ts';
-import { createAuthService } from './service.ts';
+import { type ConfiguredService, runServices, type ServiceEntry } from '../platform/service-entry.ts';
+import { type AuthConfig, loadAuthConfig } from './config.ts';
+import { authMigrations } from './migrations.ts';
+import { type AuthService, createAuthService } from './service.ts';
 
-/** Starts the account service alone: `npm run start:auth`. */
-export async function startAuth(env: Record<string, string | undefined> = process.env) {
-  const config = loadAuthConfig(env);
+/** The account service as the entry points list it (src/services.ts). */
+export const authService: ServiceEntry = {
+  name: 'auth',
+  configure(env): ConfiguredService {
+    const config = loadAuthConfig(env);
+    return {
+      name: 'auth',
+      database: { url: config.databaseUrl, sqlitePath: config.sqlitePath },
+      migrations: authMigrations,
+      async start() {
+        const service = await startAuth(config);
+        return { name: 'auth', url: config.baseUrl, close: () => service.close() };
+      },
+    };
+  },
+};
+
+/** Creates the account service, starts its workers, listens and prints where (and the development API key). */
+export async function startAuth(config: AuthConfig): Promise<AuthService> {
   const service = await createAuthService(config);
   service.startWorkers();
-  const address = await service.app.listen({ host: config.host, port: config.port });
+  const address = await service.runtime.listen(config.host, config.port);
   const { log } = service.deps;
   const oauth = config.oauth ? `, OAuth ${config.oauth.publicEndpoints ? 'public' : 'behind X-Api-Key'}` : '';
   log.info(
@@ -19,30 +36,5 @@ export async function startAuth(env: Record<string, string | undefined> = proces
   return service;
 }
 
-export function exitOnConfigError(err: unknown): never {
-  if (err instanceof ConfigError) {
-    process.stderr.write(`${err.message}\n`);
-    process.exit(78); // EX_CONFIG
-  }
-  throw err;
-}
-
-/** Closes on SIGINT/SIGTERM: stops accepting, finishes in-flight requests and the mail pass, then exits. */
-export function closeOnSignals(close: () => Promise<void>): void {
-  let closing = false;
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    process.on(signal, () => {
-      if (closing) process.exit(1);
-      closing = true;
-      close().then(
-        () => process.exit(0),
-        () => process.exit(1),
-      );
-    });
-  }
-}
-
-if (import.meta.main) {
-  const service = await startAuth().catch(exitOnConfigError);
-  closeOnSignals(() => service.close());
-}
+/** `npm run start:auth`: the account service alone. */
+if (import.meta.main) await runServices([authService]);

@@ -1,15 +1,8 @@
-import { Redis } from 'ioredis';
-import pino, { type Logger } from 'pino';
-import { backgroundWork } from '../platform/background.ts';
-import { type Clock, systemClock } from '../platform/clock.ts';
-import { closeDatabase, migrateToLatest, openDatabase } from '../platform/db.ts';
 import type { App } from '../platform/http.ts';
-import { periodicJob, type PeriodicJob } from '../platform/jobs.ts';
+import type { PeriodicJob } from '../platform/jobs.ts';
 import { createRateLimiter } from '../platform/limits.ts';
-import { loggerOptions } from '../platform/logging.ts';
-import { outboxWorker, type OutboxWorker } from '../platform/mail.ts';
-import { logTransport, type MailTransport, smtpTransport } from '../platform/mail-transport.ts';
-import { createMetrics } from '../platform/metrics.ts';
+import type { OutboxWorker } from '../platform/mail.ts';
+import { createServiceRuntime, type RuntimeOverrides, type ServiceRuntime } from '../platform/runtime.ts';
 import { buildAuthApp } from './app.ts';
 import type { AuthConfig } from './config.ts';
 import type { AuthDeps } from './deps.ts';
@@ -24,126 +17,64 @@ export interface AuthService {
   purgeJob: PeriodicJob;
   /** Every minute: expired pending authorization requests. */
   requestPurgeJob: PeriodicJob;
+  runtime: ServiceRuntime<AuthDeps>;
   /** Starts the background workers (the app is listened on by the caller). */
   startWorkers(): void;
   close(): Promise<void>;
 }
 
-export interface AuthServiceOverrides {
-  clock?: Clock;
-  logger?: Logger;
-  transport?: MailTransport;
-  /** Default metrics include process metrics; tests building many apps turn them off. */
-  processMetrics?: boolean;
-}
+export type AuthServiceOverrides = RuntimeOverrides;
 
-/** Opens storage, runs migrations and wires the account service together. */
+const PURGE_JOB = 'auth:purge';
+const REQUEST_PURGE_JOB = 'auth:purge-requests';
+
+/** Opens storage, runs migrations and wires the account service together on the platform's runtime. */
 export async function createAuthService(config: AuthConfig, overrides: AuthServiceOverrides = {}): Promise<AuthService> {
-  const log = overrides.logger ?? pino(loggerOptions(config.logLevel, 'auth'));
-  const clock = overrides.clock ?? systemClock;
-  const metrics = createMetrics('auth', overrides.processMetrics ?? true);
-  const { db, dialect } = openDatabase<AuthTables>({ url: config.databaseUrl, sqlitePath: config.sqlitePath });
-  await migrateToLatest(db, authMigrations);
-
-  const redis = config.redisUrl ? new Redis(config.redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: false }) : undefined;
-  redis?.on('error', (err) => log.warn({ err: err.message }, 'redis error'));
-  // Until the client is connected every command fails over to the per-process bucket, so a fresh
-  // replica would not share limits; wait for it (bounded: Redis being down must not stop start-up).
-  if (redis) await redisReady(redis, 5000, log);
-  const limiters = {
-    register: createRateLimiter('auth:register', config.limits.register, redis),
-    login: createRateLimiter('auth:login', config.limits.login, redis),
-    resend: createRateLimiter('auth:resend', config.limits.resend, redis),
-    resendPerEmail: createRateLimiter('auth:resend-email', config.limits.resendPerEmail, redis),
-    forgot: createRateLimiter('auth:forgot', config.limits.forgot, redis),
-    forgotPerEmail: createRateLimiter('auth:forgot-email', config.limits.forgotPerEmail, redis),
-  };
-
-  const transport = overrides.transport ?? (config.smtp ? smtpTransport(config.smtp) : logTransport(log));
-  const mailWorker = outboxWorker({
-    db,
-    dialect,
-    clock,
-    key: config.encryptionKey,
-    transport,
-    log,
-    metrics,
-    ...config.mail,
+  const runtime = await createServiceRuntime<AuthTables, AuthDeps>({
+    name: 'auth',
+    settings: config,
+    migrations: authMigrations,
+    overrides,
+    deps: (core) => ({
+      ...core,
+      config,
+      limiters: {
+        register: createRateLimiter('auth:register', config.limits.register, core.redis),
+        login: createRateLimiter('auth:login', config.limits.login, core.redis),
+        resend: createRateLimiter('auth:resend', config.limits.resend, core.redis),
+        resendPerEmail: createRateLimiter('auth:resend-email', config.limits.resendPerEmail, core.redis),
+        forgot: createRateLimiter('auth:forgot', config.limits.forgot, core.redis),
+        forgotPerEmail: createRateLimiter('auth:forgot-email', config.limits.forgotPerEmail, core.redis),
+      },
+    }),
+    jobs: (deps) => [
+      {
+        name: PURGE_JOB,
+        intervalMs: config.purgeIntervalMs,
+        run: async () => {
+          await purgeExpired(deps);
+        },
+      },
+      // Pending authorization requests come from an endpoint anyone can call: purged every minute.
+      {
+        name: REQUEST_PURGE_JOB,
+        intervalMs: 60_000,
+        enabled: config.oauth !== undefined,
+        run: async () => {
+          await purgeExpired(deps, PENDING_REQUEST_TARGETS);
+        },
+      },
+    ],
+    buildApp: buildAuthApp,
   });
-
-  const background = backgroundWork(log);
-  const outbox = { clock, key: config.encryptionKey };
-  const deps: AuthDeps = {
-    db,
-    dialect,
-    clock,
-    config,
-    log,
-    metrics,
-    limiters,
-    redis,
-    outbox,
-    mailQueued: () => mailWorker.wake(),
-    background,
-  };
-  const purgeJob = periodicJob({
-    name: 'auth:purge',
-    intervalMs: config.purgeIntervalMs,
-    db,
-    dialect,
-    clock,
-    log,
-    run: async () => {
-      await purgeExpired(deps);
-    },
-  });
-  // Pending authorization requests come from an endpoint anyone can call: purged every minute.
-  const requestPurgeJob = periodicJob({
-    name: 'auth:purge-requests',
-    intervalMs: 60_000,
-    db,
-    dialect,
-    clock,
-    log,
-    run: async () => {
-      await purgeExpired(deps, PENDING_REQUEST_TARGETS);
-    },
-  });
-  const app = await buildAuthApp(deps);
-
   return {
-    app,
-    deps,
-    mailWorker,
-    purgeJob,
-    requestPurgeJob,
-    startWorkers() {
-      mailWorker.start();
-      purgeJob.start();
-      if (config.oauth) requestPurgeJob.start();
-    },
-    async close() {
-      await app.close();
-      await background.settled();
-      await mailWorker.stop();
-      await purgeJob.stop();
-      await requestPurgeJob.stop();
-      redis?.disconnect();
-      await closeDatabase(db);
-    },
+    app: runtime.app,
+    deps: runtime.deps,
+    mailWorker: runtime.mailWorker,
+    purgeJob: runtime.jobs.get(PURGE_JOB)!,
+    requestPurgeJob: runtime.jobs.get(REQUEST_PURGE_JOB)!,
+    runtime,
+    startWorkers: () => runtime.startWorkers(),
+    close: () => runtime.close(),
   };
-}
-
-function redisReady(redis: Redis, timeoutMs: number, log: Logger): Promise<void> {
-  if (redis.status === 'ready') return Promise.resolve();
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => {
-      log.warn('redis not ready after 5 s; rate limits stay per process until it is');
-      resolve();
-    }, timeoutMs);
-    redis.once('ready', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-  });
 }

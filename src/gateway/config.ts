@@ -1,6 +1,6 @@
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { devSecret, EnvReader, parseKey, type RateSetting } from '../platform/config.ts';
-import type { SmtpSettings } from '../platform/mail-transport.ts';
+import { readSharedSettings, type SharedSettings } from '../platform/settings.ts';
 import { parseTrustProxy, type TrustProxy } from '../platform/trust-proxy.ts';
 
 export type SignupMode = 'open' | 'closed' | 'token';
@@ -11,16 +11,13 @@ export type SignupMode = 'open' | 'closed' | 'token';
  */
 export type PrivateUpstreams = { kind: 'none' } | { kind: 'all' } | { kind: 'list'; hosts: string[]; cidrs: string[] };
 
-export interface GatewayConfig {
-  production: boolean;
+/** The shared settings (production, dataDir, logLevel, redisUrl, smtp, mail) and the gateway's own. */
+export interface GatewayConfig extends SharedSettings {
   host: string;
   port: number;
   baseUrl: string;
-  dataDir: string;
   databaseUrl: string | undefined;
   sqlitePath: string;
-  redisUrl: string | undefined;
-  logLevel: string;
   /** AES-256-GCM key sealing provider keys (and outbox bodies) at rest. */
   encryptionKey: Buffer;
   signup: SignupMode;
@@ -49,8 +46,6 @@ export interface GatewayConfig {
   /** Anthropic requires max_tokens; sent when the client gave neither max_tokens nor max_completion_tokens. */
   anthropicDefaultMaxTokens: number;
   usage: { flushMs: number; batchSize: number };
-  smtp: SmtpSettings | undefined;
-  mail: { from: string; pollMs: number; maxAttempts: number; backoffBaseMs: number; backoffCapMs: number };
   purgeIntervalMs: number;
 }
 
@@ -61,9 +56,9 @@ const DAY = 24 * HOUR;
 /** Reads the gateway's settings; throws ConfigError listing every problem. */
 export function loadGatewayConfig(env: Record<string, string | undefined> = process.env): GatewayConfig {
   const r = new EnvReader(env);
-  const production = env['NODE_ENV'] === 'production';
+  const shared = readSharedSettings(r, { prefix: 'GATEWAY', defaultFrom: 'AI Gateway <no-reply@localhost>', mailCarries: 'sign-in links' });
+  const { production, dataDir } = shared;
   const why = 'when NODE_ENV=production';
-  const dataDir = resolve(r.string('DATA_DIR') ?? './data');
   const port = r.int('GATEWAY_PORT', 8081, 0, 65535);
 
   const encryptionKeyText = production
@@ -75,8 +70,6 @@ export function loadGatewayConfig(env: Record<string, string | undefined> = proc
   }
   const baseUrl = production ? r.url('GATEWAY_BASE_URL') : r.url('GATEWAY_BASE_URL', `http://localhost:${port}`);
   if (production && !baseUrl) r.problems.push(`GATEWAY_BASE_URL is required ${why} (the public URL used in sign-in links)`);
-  const smtpHost = r.string('SMTP_HOST');
-  if (production && !smtpHost) r.problems.push(`SMTP_HOST is required ${why} (without it sign-in links are only printed to the log)`);
 
   const signupText = (r.string('GATEWAY_SIGNUP') ?? 'open').toLowerCase();
   if (!['open', 'closed', 'token'].includes(signupText)) r.problems.push(`GATEWAY_SIGNUP must be open, closed or token (got "${signupText}")`);
@@ -91,15 +84,12 @@ export function loadGatewayConfig(env: Record<string, string | undefined> = proc
   const allowPrivateUpstreams = parsePrivateUpstreams(r.string('GATEWAY_ALLOW_PRIVATE_UPSTREAMS'), r.problems);
 
   const config: GatewayConfig = {
-    production,
+    ...shared,
     host: r.string('GATEWAY_HOST') ?? (production ? '0.0.0.0' : '127.0.0.1'),
     port,
     baseUrl: baseUrl ?? '',
-    dataDir,
     databaseUrl: r.string('GATEWAY_DATABASE_URL'),
     sqlitePath: join(dataDir, 'gateway.sqlite'),
-    redisUrl: r.string('REDIS_URL'),
-    logLevel: r.string('LOG_LEVEL') ?? 'info',
     encryptionKey: encryptionKey ?? Buffer.alloc(0),
     signup,
     adminToken,
@@ -126,22 +116,6 @@ export function loadGatewayConfig(env: Record<string, string | undefined> = proc
     usage: {
       flushMs: r.int('GATEWAY_USAGE_FLUSH_MS', 1000, 10, 60_000),
       batchSize: r.int('GATEWAY_USAGE_BATCH_SIZE', 500, 1, 10_000),
-    },
-    smtp: smtpHost
-      ? {
-          host: smtpHost,
-          port: r.int('SMTP_PORT', 587, 1, 65535),
-          user: r.string('SMTP_USER'),
-          pass: r.string('SMTP_PASS'),
-          tlsCaFile: r.string('SMTP_TLS_CA'),
-        }
-      : undefined,
-    mail: {
-      from: r.string('SMTP_FROM') ?? 'AI Gateway <no-reply@localhost>',
-      pollMs: r.int('GATEWAY_MAIL_POLL_MS', 1000, 10, 60_000),
-      maxAttempts: r.int('GATEWAY_MAIL_MAX_ATTEMPTS', 10, 1, 50),
-      backoffBaseMs: r.int('GATEWAY_MAIL_BACKOFF_SECONDS', 30, 1, 3600) * 1000,
-      backoffCapMs: HOUR,
     },
     purgeIntervalMs: r.int('GATEWAY_PURGE_INTERVAL_MINUTES', 60, 1, 1440) * MINUTE,
   };

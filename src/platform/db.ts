@@ -1,7 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { type Compilable, CompiledQuery, Kysely, Migrator, PostgresAdapter, PostgresDialect, sql, type Migration } from 'kysely';
-import pg from 'pg';
 import { nodeSqliteDialect, SqliteReader } from './sqlite-dialect.ts';
 
 export type DialectName = 'sqlite' | 'postgres';
@@ -16,10 +15,12 @@ export interface Database<DB> {
  * directory is created if missing (SQLite creates the file, not its
  * directory; DATA_DIR need not exist on a first start).
  * Timestamps are stored as epoch milliseconds (bigint), so int8 is parsed to a
- * JavaScript number (safe until the year 287396).
+ * JavaScript number (safe until the year 287396). The PostgreSQL client is
+ * loaded only when a URL is set: a SQLite deployment never pays for it.
  */
-export function openDatabase<DB>(options: { url?: string | undefined; sqlitePath: string; poolSize?: number }): Database<DB> {
+export async function openDatabase<DB>(options: { url?: string | undefined; sqlitePath: string; poolSize?: number }): Promise<Database<DB>> {
   if (options.url) {
+    const { default: pg } = await import('pg');
     const pool = new pg.Pool({
       connectionString: options.url,
       max: options.poolSize ?? 10,

@@ -1,6 +1,7 @@
 /**
  * An error a client caused (or a server error with a stable code). The HTTP
- * layer turns it into RFC 9457 problem+json; `detail` is sent, `cause` is only logged.
+ * layer sends it in its scope's error format (RFC 9457 problem+json, RFC 6749,
+ * OpenAI's; see error-format.ts); `detail` is sent, `cause` is only logged.
  */
 export class HttpProblem extends Error {
   readonly status: number;

@@ -1,14 +1,16 @@
 import { hash, randomUUID, timingSafeEqual } from 'node:crypto';
-import { STATUS_CODES } from 'node:http';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { Type } from 'typebox';
+import { type ErrorFormat, type ErrorFormatOptions, errorHandler, notFoundHandler } from './error-format.ts';
 import { HttpProblem } from './errors.ts';
-import { MAX_FORM_FIELDS } from './form.ts';
 import type { Metrics } from './metrics.ts';
 import { fastifyTrustProxy, type TrustProxy } from './trust-proxy.ts';
+
+export { sendProblem, useErrorFormat, type ErrorFormat } from './error-format.ts';
+export { toProblem } from './problem-mapping.ts';
 
 export type App = FastifyInstance<
   import('node:http').Server,
@@ -32,32 +34,6 @@ export const Problem = Type.Object(
   { $id: 'Problem' },
 );
 
-/** Framework errors a client can cause, with the code and sentence we answer them with. */
-const FRAMEWORK_ERRORS: Record<string, { status: number; code: string; detail: string }> = {
-  FST_ERR_CTP_INVALID_JSON_BODY: { status: 400, code: 'malformed_json', detail: 'The request body is not valid JSON.' },
-  FST_ERR_CTP_EMPTY_JSON_BODY: {
-    status: 400,
-    code: 'malformed_json',
-    detail: 'The request body is empty but Content-Type says JSON.',
-  },
-  FST_ERR_CTP_BODY_TOO_LARGE: { status: 413, code: 'body_too_large', detail: 'The request body is larger than allowed.' },
-  FST_ERR_CTP_INVALID_MEDIA_TYPE: {
-    status: 415,
-    code: 'unsupported_media_type',
-    detail: 'The Content-Type of the request is not supported; send application/json.',
-  },
-  ERR_FORM_TOO_MANY_FIELDS: {
-    status: 400,
-    code: 'too_many_fields',
-    detail: `The form has more than ${MAX_FORM_FIELDS} fields.`,
-  },
-  FST_ERR_CTP_INVALID_CONTENT_LENGTH: {
-    status: 400,
-    code: 'invalid_content_length',
-    detail: 'Content-Length does not match the body.',
-  },
-};
-
 export interface AppOptions {
   logger: Logger;
   metrics: Metrics;
@@ -66,11 +42,15 @@ export interface AppOptions {
   trustProxy: TrustProxy;
   title: string;
   version: string;
+  /** The shape of every error and 404 (default `problem`); a scope can pick its own with useErrorFormat. */
+  errorFormat?: ErrorFormat;
+  /** The app's own error classes, for the format (see ErrorFormatOptions). */
+  mapError?: ErrorFormatOptions['mapError'];
 }
 
 /**
  * A Fastify instance with our conventions: TypeBox schemas, strict types (no
- * coercion), request ids, problem+json errors, metrics, and an OpenAPI
+ * coercion), request ids, errors in the chosen format, metrics, and an OpenAPI
  * document built from the route schemas.
  */
 export async function createHttpApp(options: AppOptions): Promise<App> {
@@ -122,54 +102,10 @@ export async function createHttpApp(options: AppOptions): Promise<App> {
     done();
   });
 
-  app.setNotFoundHandler((request, reply) => {
-    sendProblem(request, reply, new HttpProblem(404, 'not_found', `No route for ${request.method} ${request.url.split('?')[0]}.`));
-  });
-  app.setErrorHandler((error: FastifyError, request, reply) => {
-    sendProblem(request, reply, toProblem(error));
-  });
+  const format = options.errorFormat ?? 'problem';
+  app.setNotFoundHandler(notFoundHandler(format));
+  app.setErrorHandler(errorHandler(format, { mapError: options.mapError }));
   return app as unknown as App;
-}
-
-/** Maps any error to the problem we answer with (validation and framework errors included). */
-export function toProblem(error: FastifyError): HttpProblem {
-  if (error instanceof HttpProblem) return error;
-  if (error.validation) {
-    const errors = error.validation.map((v) => {
-      const missing = (v.params as { missingProperty?: string }).missingProperty;
-      const path = v.instancePath.replace(/^\//, '').replaceAll('/', '.');
-      const field = missing ? (path ? `${path}.${missing}` : missing) : path || error.validationContext || 'body';
-      return { field, message: missing ? 'is required' : (v.message ?? 'is invalid') };
-    });
-    const first = errors[0];
-    const detail = first ? `${error.validationContext ?? 'body'} field "${first.field}" ${first.message}.` : 'Invalid request.';
-    return new HttpProblem(400, 'validation_failed', detail, { errors, cause: error });
-  }
-  const known = error.code ? FRAMEWORK_ERRORS[error.code] : undefined;
-  if (known) return new HttpProblem(known.status, known.code, known.detail, { cause: error });
-  const status = error.statusCode ?? 500;
-  if (status >= 400 && status < 500) {
-    return new HttpProblem(status, 'bad_request', 'The request could not be processed.', { cause: error });
-  }
-  return new HttpProblem(500, 'internal_error', 'An internal error occurred; it has been logged.', { cause: error });
-}
-
-export function sendProblem(request: FastifyRequest, reply: FastifyReply, problem: HttpProblem): FastifyReply {
-  if (problem.status >= 500) request.log.error({ err: problem.cause ?? problem, code: problem.code }, 'request failed');
-  else request.log.info({ code: problem.code, status: problem.status }, 'request refused');
-  return reply
-    .status(problem.status)
-    .headers(problem.headers)
-    .type('application/problem+json')
-    .send({
-      type: 'about:blank',
-      title: STATUS_CODES[problem.status] ?? 'Error',
-      status: problem.status,
-      code: problem.code,
-      detail: problem.message,
-      request_id: request.id,
-      ...(problem.errors ? { errors: problem.errors } : {}),
-    });
 }
 
 /** An onRequest hook that admits only requests carrying the API key (constant-time compare). */

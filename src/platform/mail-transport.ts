@@ -1,5 +1,4 @@
 import { readFileSync } from 'node:fs';
-import nodemailer from 'nodemailer';
 import type { Logger } from 'pino';
 
 /** Where the outbox worker hands an email. */
@@ -19,9 +18,11 @@ export interface SmtpSettings {
 /**
  * SMTP through nodemailer. On any port but 465 the connection must be
  * upgraded with STARTTLS before anything is sent (`requireTLS`); 465 is
- * implicit TLS. Certificates are always verified.
+ * implicit TLS. Certificates are always verified. nodemailer is loaded here,
+ * only when SMTP is configured (it costs about 15 MB of a process's memory).
  */
-export function smtpTransport(settings: SmtpSettings): MailTransport {
+export async function smtpTransport(settings: SmtpSettings): Promise<MailTransport> {
+  const { default: nodemailer } = await import('nodemailer');
   const transporter = nodemailer.createTransport({
     host: settings.host,
     port: settings.port,

@@ -50,7 +50,7 @@ for (const kind of DB_KINDS) {
   describe(`migration 0007_token_rotation (${kind})`, () => {
     test('live tokens keep working; a half-done revocation completes; a revoked access token stays revoked', async () => {
       const database = await freshDatabase(kind);
-      const { db } = openDatabase<OldDb extends Kysely<infer T> ? T : never>({ url: database.url, sqlitePath: join(database.dataDir, 'auth.sqlite') });
+      const { db } = await openDatabase<OldDb extends Kysely<infer T> ? T : never>({ url: database.url, sqlitePath: join(database.dataDir, 'auth.sqlite') });
       await migrateToLatest(db, Object.fromEntries(Object.entries(authMigrations).filter(([key]) => key < '0007_token_rotation')));
       const now = Date.now();
       await db

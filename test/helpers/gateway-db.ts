@@ -7,7 +7,7 @@ import type { DbKind } from './env.ts';
 /** A fresh, migrated gateway database of the given kind; close() drops it. */
 export async function freshGatewayDb(kind: DbKind): Promise<{ db: GatewayDb; dialect: DialectName; test: TestDatabase; close(): Promise<void> }> {
   const test = await freshDatabase(kind);
-  const { db, dialect } = openDatabase<import('../../src/gateway/schema.ts').GatewayTables>({
+  const { db, dialect } = await openDatabase<import('../../src/gateway/schema.ts').GatewayTables>({
     url: test.url,
     sqlitePath: `${test.dataDir}/gateway.sqlite`,
   });

@@ -68,7 +68,7 @@ export async function startTestGateway(kind: DbKind, env: Record<string, string>
     ...(database.url ? { GATEWAY_DATABASE_URL: database.url } : {}),
     ...env,
   });
-  const { db, dialect } = openDatabase<GatewayTables>({ url: config.databaseUrl, sqlitePath: join(database.dataDir, 'gateway.sqlite') });
+  const { db, dialect } = await openDatabase<GatewayTables>({ url: config.databaseUrl, sqlitePath: join(database.dataDir, 'gateway.sqlite') });
   await migrateToLatest(db, gatewayMigrations);
   const clock = new ManualClock(Date.UTC(2026, 2, 1, 12));
   const log = pino({ level: 'silent' });

@@ -3,12 +3,12 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import pino from 'pino';
-import { authMigrations } from '../../src/auth/migrations.ts';
 import { ManualClock } from '../../src/platform/clock.ts';
 import { type AnyDb, type DialectName, migrateToLatest, openDatabase } from '../../src/platform/db.ts';
 import { periodicJob } from '../../src/platform/jobs.ts';
 import { freshDatabase, type TestDatabase } from '../helpers/database.ts';
 import { DB_KINDS } from '../helpers/env.ts';
+import { fixtureMigrations } from '../helpers/platform-service.ts';
 
 const log = pino({ level: 'silent' });
 const INTERVAL = 60_000;
@@ -25,10 +25,10 @@ for (const kind of DB_KINDS) {
     let b: Replica;
     before(async () => {
       database = await freshDatabase(kind);
-      const open = () => openDatabase({ url: database.url, sqlitePath: join(database.dataDir, 'auth.sqlite') });
-      a = open();
-      await migrateToLatest(a.db, authMigrations);
-      b = open(); // a second handle: on PostgreSQL its own pool, like another replica
+      const open = () => openDatabase({ url: database.url, sqlitePath: join(database.dataDir, 'fixture.sqlite') });
+      a = await open();
+      await migrateToLatest(a.db, fixtureMigrations);
+      b = await open(); // a second handle: on PostgreSQL its own pool, like another replica
     });
     after(async () => {
       await a.db.destroy();

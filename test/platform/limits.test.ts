@@ -1,19 +1,14 @@
 import assert from 'node:assert/strict';
-import { randomBytes, randomUUID } from 'node:crypto';
-import { type AddressInfo, connect, createServer, type Socket } from 'node:net';
+import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { bucketKey, createRateLimiter, type LimitResult } from '../../src/platform/limits.ts';
-import { PASSWORD, startTestAuth, type TestAuth, uniqueEmail } from '../helpers/auth.ts';
-import { DB_KINDS, REDIS_URL } from '../helpers/env.ts';
+import { REDIS_URL } from '../helpers/env.ts';
 
 function refused(r: LimitResult): number {
   assert.equal(r.allowed, false, 'expected the bucket to refuse');
   return (r as { retryAfterMs: number }).retryAfterMs;
 }
-
-/** An address in a documentation-range IPv6 /64 no earlier run has used (the service's Redis keys are fixed; buckets are per /64). */
-const freshIp = () => `2001:db8:${randomBytes(6).toString('hex').match(/.{4}/g)!.join(':')}::1`;
 
 /** A Redis client that is connected before the test uses it. */
 async function connectedRedis(url: string): Promise<Redis> {
@@ -110,99 +105,3 @@ describe('createRateLimiter on Redis', { skip: !REDIS_URL && 'TEST_REDIS_URL is 
     }
   });
 });
-
-describe('register bucket shared by two account-service replicas', { skip: !REDIS_URL && 'TEST_REDIS_URL is not set' }, () => {
-  const env = { REDIS_URL: REDIS_URL!, AUTH_LIMIT_REGISTER: '3/3600' };
-  const signUp = (auth: TestAuth, ip: string) =>
-    auth.request('POST', '/v1/register', { body: { email: uniqueEmail(), password: PASSWORD, ip } });
-  let redis: Redis;
-  before(async () => {
-    redis = await connectedRedis(REDIS_URL!);
-  });
-  after(() => redis.disconnect());
-
-  /** Waits until the replica's register bucket counts in Redis (its client has connected). */
-  async function warmUp(auth: TestAuth): Promise<void> {
-    for (let i = 0; i < 100; i++) {
-      const key = `warm-up:${randomUUID()}`;
-      await auth.service.deps.limiters.register.consume(key);
-      if (await redis.exists(`rl:auth:register:${key}`)) return;
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    throw new Error('the replica never reached Redis');
-  }
-
-  test('three sign-ups from one IP spread over both replicas use the bucket up; the fourth gets 429 on either', async () => {
-    const one = await startTestAuth(DB_KINDS[0]!, env);
-    const two = await startTestAuth(DB_KINDS[0]!, env, one.smtp);
-    try {
-      await warmUp(one);
-      await warmUp(two);
-      const ip = freshIp();
-      for (const auth of [one, two, one]) assert.equal((await signUp(auth, ip)).status, 201);
-      for (const auth of [two, one]) {
-        const r = await signUp(auth, ip);
-        assert.equal(r.status, 429);
-        assert.equal(r.body.code, 'rate_limited');
-        const retry = Number(r.headers.get('retry-after'));
-        assert.ok(retry > 3500 && retry <= 3600, `retry-after ${retry}`);
-      }
-      assert.equal((await signUp(two, freshIp())).status, 201, 'another IP has its own bucket');
-      const metrics = await two.request('GET', '/metrics', { key: false });
-      assert.match(metrics.text, /^auth_rate_limited_total\{bucket="register"\} 1$/m);
-    } finally {
-      await two.close();
-      await one.close();
-    }
-  });
-
-  // BUG (src/auth/service.ts:44): the service answers before its Redis client is ready, and
-  // with enableOfflineQueue:false every command until then fails over to the per-process
-  // insurance limiter, so freshly started replicas do not share the bucket. Redis here is
-  // reached through a proxy that takes 1 s to connect, as over a slow network.
-  test('replicas share the bucket from their first request, not only once Redis has connected', async () => {
-    const proxy = await slowProxy(REDIS_URL!, 1000);
-    const slowEnv = { ...env, REDIS_URL: proxy.url };
-    const one = await startTestAuth(DB_KINDS[0]!, slowEnv);
-    const two = await startTestAuth(DB_KINDS[0]!, slowEnv, one.smtp);
-    try {
-      const ip = freshIp();
-      const statuses = [];
-      for (const auth of [one, two, one, two]) statuses.push((await signUp(auth, ip)).status);
-      assert.deepEqual(statuses, [201, 201, 201, 429]);
-    } finally {
-      await two.close();
-      await one.close();
-      await proxy.close();
-    }
-  });
-});
-
-/** A TCP proxy to `target` (a redis:// URL) that waits `delayMs` before connecting each client. */
-async function slowProxy(target: string, delayMs: number): Promise<{ url: string; close(): Promise<void> }> {
-  const upstream = new URL(target);
-  const sockets = new Set<Socket>();
-  const server = createServer((client) => {
-    sockets.add(client);
-    client.pause();
-    const timer = setTimeout(() => {
-      const conn = connect(Number(upstream.port || 6379), upstream.hostname, () => client.resume());
-      sockets.add(conn);
-      client.pipe(conn).pipe(client);
-      conn.on('error', () => client.destroy());
-      conn.on('close', () => client.destroy());
-    }, delayMs);
-    client.on('error', () => {});
-    client.on('close', () => clearTimeout(timer));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `redis://127.0.0.1:${port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const s of sockets) s.destroy();
-        server.close(() => resolve());
-      }),
-  };
-}

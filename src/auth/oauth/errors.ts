@@ -1,3 +1,6 @@
+import { oauthDescription } from '../../platform/error-format.ts';
+import { HttpProblem } from '../../platform/errors.ts';
+
 /**
  * RFC 6749 errors (sections 4.1.2.1 and 5.2, RFC 7009, RFC 8707). Thrown by
  * the OAuth checks; the routes render them as JSON, as an error redirect, or
@@ -8,13 +11,18 @@ export class OAuthError extends Error {
   readonly status: number;
   readonly headers: Record<string, string>;
   constructor(error: string, description: string, status = 400, headers: Record<string, string> = {}) {
-    // RFC 6749 sections 4.1.2.1 and 5.2: error_description is printable ASCII without '"' and '\\'.
-    super(description.replaceAll('"', "'").replace(/[^\x20\x21\x23-\x5b\x5d-\x7e]/g, '?'));
+    super(oauthDescription(description));
     this.name = 'OAuthError';
     this.error = error;
     this.status = status;
     this.headers = headers;
   }
+}
+
+/** For the platform's `oauth` error format: an OAuthError as the problem it sends (its code is the RFC's error). */
+export function oauthErrorProblem(error: Error): HttpProblem | undefined {
+  if (!(error instanceof OAuthError)) return undefined;
+  return new HttpProblem(error.status, error.error, error.message, { headers: error.headers });
 }
 
 const E =

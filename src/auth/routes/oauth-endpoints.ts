@@ -13,6 +13,8 @@ import { registerClient } from '../oauth/registration.ts';
 import { findTokenOwner, revokeAccessToken, revokeFamily } from '../oauth/token-families.ts';
 
 const NO_STORE = { 'cache-control': 'no-store', pragma: 'no-cache' };
+/** RFC 6749 section 3.2 (token), RFC 7009, RFC 7662, RFC 6750 section 2.2: form bodies; named in a 415. */
+const FORM_ROUTE = { accepts: 'application/x-www-form-urlencoded' };
 
 /** RFC 8414 metadata. */
 export function discoveryDocument(deps: OAuthDeps) {
@@ -73,7 +75,7 @@ export async function oauthEndpoints(app: App, opts: { deps: OAuthDeps; cors: bo
     reply.header('cache-control', 'public, max-age=3600').send(discoveryDocument(deps)),
   );
 
-  app.post('/oauth/token', { schema: { hide: true }, ...corsHeaders }, async (request, reply) => {
+  app.post('/oauth/token', { schema: { hide: true }, config: FORM_ROUTE, ...corsHeaders }, async (request, reply) => {
     reply.headers(NO_STORE);
     requireFormBody(request.headers['content-type']);
     const credentials = readClientCredentials(request, request.body);
@@ -94,7 +96,7 @@ export async function oauthEndpoints(app: App, opts: { deps: OAuthDeps; cors: bo
     return reply.status(201).send(await registerClient(deps, request.body));
   });
 
-  app.post('/oauth/revoke', { schema: { hide: true }, ...corsHeaders }, async (request, reply) => {
+  app.post('/oauth/revoke', { schema: { hide: true }, config: FORM_ROUTE, ...corsHeaders }, async (request, reply) => {
     requireFormBody(request.headers['content-type']);
     const credentials = readClientCredentials(request, request.body);
     const token = param(request.body, 'token');
@@ -114,7 +116,7 @@ export async function oauthEndpoints(app: App, opts: { deps: OAuthDeps; cors: bo
     return reply.status(200).headers(NO_STORE).send();
   });
 
-  app.post('/oauth/introspect', { schema: { hide: true } }, async (request, reply) => {
+  app.post('/oauth/introspect', { schema: { hide: true }, config: FORM_ROUTE }, async (request, reply) => {
     reply.headers(NO_STORE);
     requireFormBody(request.headers['content-type']);
     const key = request.headers['x-api-key'];
@@ -149,7 +151,7 @@ export async function oauthEndpoints(app: App, opts: { deps: OAuthDeps; cors: bo
     response: { 200: Type.Object({ sub: Type.String(), email: Type.String(), email_verified: Type.Boolean() }) },
   };
   app.get('/oauth/userinfo', { schema: userinfoSchema }, userinfo);
-  app.post('/oauth/userinfo', { schema: userinfoSchema }, userinfo);
+  app.post('/oauth/userinfo', { schema: userinfoSchema, config: FORM_ROUTE }, userinfo);
 }
 
 /**

@@ -1,0 +1,133 @@
+import { STATUS_CODES } from 'node:http';
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { HttpProblem } from './errors.ts';
+import type { App } from './http.ts';
+import { toProblem } from './problem-mapping.ts';
+
+/**
+ * The shape errors are sent in, chosen per app or per scope:
+ * - `problem`: RFC 9457 application/problem+json with our stable `code` (our own APIs);
+ * - `oauth`: RFC 6749 section 5.2 `{error, error_description}`, Cache-Control: no-store;
+ * - `openai`: `{error: {message, type, code, param}}`, as OpenAI's API and SDKs have it.
+ */
+export type ErrorFormat = 'problem' | 'oauth' | 'openai';
+
+export interface ErrorFormatOptions {
+  /**
+   * The scope's own error classes (an OAuthError): the problem to send, its
+   * `code` being the format's error code; undefined for the usual mapping.
+   */
+  mapError?: (error: Error) => HttpProblem | undefined;
+}
+
+/**
+ * Makes `scope` answer errors in `format`: every error its routes and hooks
+ * throw, framework errors included (malformed JSON, body too large, 415,
+ * validation). A scope registered with a prefix also gets its own 404 in the
+ * format (Fastify keeps one not-found handler per prefix).
+ */
+export function useErrorFormat(scope: App, format: ErrorFormat, options: ErrorFormatOptions = {}): void {
+  scope.setErrorHandler(errorHandler(format, options));
+  if (scope.prefix !== '') scope.setNotFoundHandler(notFoundHandler(format));
+}
+
+export function errorHandler(format: ErrorFormat, options: ErrorFormatOptions = {}) {
+  const send = SENDERS[format];
+  return function sendError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+    const mapped = options.mapError?.(error);
+    if (mapped) return send(request, reply, mapped);
+    if (format === 'oauth') {
+      // RFC 6749 covers the protocol's errors. A problem of the HTTP API around it (the X-Api-Key
+      // gate in front of the OAuth paths) and a server error keep the API's documented problem+json.
+      if (error instanceof HttpProblem) return sendProblem(request, reply, error);
+      const problem = toProblem(error, request);
+      if (problem.status >= 500) return sendProblem(request, reply, problem);
+      return send(request, reply, invalidRequest(problem));
+    }
+    return send(request, reply, toProblem(error, request));
+  };
+}
+
+export function notFoundHandler(format: ErrorFormat) {
+  const send = SENDERS[format];
+  return function sendNotFound(request: FastifyRequest, reply: FastifyReply): FastifyReply {
+    const problem = new HttpProblem(404, 'not_found', `No route for ${request.method} ${request.url.split('?')[0]}.`);
+    return send(request, reply, format === 'oauth' ? invalidRequest(problem) : problem);
+  };
+}
+
+type Sender = (request: FastifyRequest, reply: FastifyReply, problem: HttpProblem) => FastifyReply;
+
+/** One log line per refusal: 4xx at info with the code, 5xx at error with the cause's stack. */
+function logRefusal(request: FastifyRequest, problem: HttpProblem): void {
+  if (problem.status >= 500) request.log.error({ err: problem.cause ?? problem, code: problem.code }, 'request failed');
+  else request.log.info({ code: problem.code, status: problem.status }, 'request refused');
+}
+
+/** RFC 9457 problem details. */
+export function sendProblem(request: FastifyRequest, reply: FastifyReply, problem: HttpProblem): FastifyReply {
+  logRefusal(request, problem);
+  return reply
+    .status(problem.status)
+    .headers(problem.headers)
+    .type('application/problem+json')
+    .send({
+      type: 'about:blank',
+      title: STATUS_CODES[problem.status] ?? 'Error',
+      status: problem.status,
+      code: problem.code,
+      detail: problem.message,
+      request_id: request.id,
+      ...(problem.errors ? { errors: problem.errors } : {}),
+    });
+}
+
+/** RFC 6749 section 5.2: the error code, a description, and never cached. */
+function sendOAuthError(request: FastifyRequest, reply: FastifyReply, problem: HttpProblem): FastifyReply {
+  logRefusal(request, problem);
+  return reply
+    .status(problem.status)
+    .headers(problem.headers)
+    .header('cache-control', 'no-store')
+    .send({ error: problem.code, error_description: oauthDescription(problem.message) });
+}
+
+/** A framework refusal (malformed body, wrong content type, no route) as RFC 6749's invalid_request. */
+function invalidRequest(problem: HttpProblem): HttpProblem {
+  return new HttpProblem(problem.status, 'invalid_request', problem.message, { cause: problem.cause });
+}
+
+/** RFC 6749 sections 4.1.2.1 and 5.2: error_description is printable ASCII without '"' and '\\'. */
+export function oauthDescription(text: string): string {
+  return text.replaceAll('"', "'").replace(/[^\x20\x21\x23-\x5b\x5d-\x7e]/g, '?');
+}
+
+/** OpenAI's error object; `type` is the problem's own, else the one OpenAI's API sends for the status. */
+function sendOpenAIError(request: FastifyRequest, reply: FastifyReply, problem: HttpProblem): FastifyReply {
+  logRefusal(request, problem);
+  return reply
+    .status(problem.status)
+    .headers(problem.headers)
+    .send({
+      error: {
+        message: problem.message,
+        type: problem.type ?? openaiType(problem.status),
+        code: problem.code,
+        param: problem.param ?? null,
+      },
+    });
+}
+
+/**
+ * OpenAI's API answers a wrong key (401) and a wrong request (400, 404, 413,
+ * 415, 422) alike with `invalid_request_error`, a rate limit with the kind of
+ * limit hit (`requests` here: our limits count requests), a failure of its
+ * own with `server_error`.
+ */
+export function openaiType(status: number): string {
+  if (status === 429) return 'requests';
+  if (status >= 500) return 'server_error';
+  return 'invalid_request_error';
+}
+
+const SENDERS: Record<ErrorFormat, Sender> = { problem: sendProblem, oauth: sendOAuthError, openai: sendOpenAIError };

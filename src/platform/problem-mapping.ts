@@ -1,0 +1,67 @@
+import type { FastifyError, FastifyRequest } from 'fastify';
+import { HttpProblem } from './errors.ts';
+import { MAX_FORM_FIELDS } from './form.ts';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The content type a route takes, named in its 415 answer (default application/json). */
+    accepts?: string;
+  }
+}
+
+/** Framework errors a client can cause, with the code and sentence we answer them with. */
+const FRAMEWORK_ERRORS: Record<string, { status: number; code: string; detail: (accepts: string) => string }> = {
+  FST_ERR_CTP_INVALID_JSON_BODY: { status: 400, code: 'malformed_json', detail: () => 'The request body is not valid JSON.' },
+  FST_ERR_CTP_EMPTY_JSON_BODY: {
+    status: 400,
+    code: 'malformed_json',
+    detail: () => 'The request body is empty but Content-Type says JSON.',
+  },
+  FST_ERR_CTP_BODY_TOO_LARGE: { status: 413, code: 'body_too_large', detail: () => 'The request body is larger than allowed.' },
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: {
+    status: 415,
+    code: 'unsupported_media_type',
+    detail: (accepts) => `The Content-Type of the request is not supported; send ${accepts}.`,
+  },
+  ERR_FORM_TOO_MANY_FIELDS: {
+    status: 400,
+    code: 'too_many_fields',
+    detail: () => `The form has more than ${MAX_FORM_FIELDS} fields.`,
+  },
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: {
+    status: 400,
+    code: 'invalid_content_length',
+    detail: () => 'Content-Length does not match the body.',
+  },
+};
+
+/**
+ * Maps any error to the problem we answer with: an HttpProblem as it is,
+ * validation errors naming the field, framework errors with their code and
+ * sentence, any other 4xx as bad_request, everything else as a 500 whose
+ * cause is only logged.
+ */
+export function toProblem(error: FastifyError, request?: FastifyRequest): HttpProblem {
+  if (error instanceof HttpProblem) return error;
+  if (error.validation) {
+    const errors = error.validation.map((v) => {
+      const missing = (v.params as { missingProperty?: string }).missingProperty;
+      const path = v.instancePath.replace(/^\//, '').replaceAll('/', '.');
+      const field = missing ? (path ? `${path}.${missing}` : missing) : path || error.validationContext || 'body';
+      return { field, message: missing ? 'is required' : (v.message ?? 'is invalid') };
+    });
+    const first = errors[0];
+    const detail = first ? `${error.validationContext ?? 'body'} field "${first.field}" ${first.message}.` : 'Invalid request.';
+    return new HttpProblem(400, 'validation_failed', detail, { errors, cause: error });
+  }
+  const known = error.code ? FRAMEWORK_ERRORS[error.code] : undefined;
+  if (known) {
+    const accepts = request?.routeOptions.config.accepts ?? 'application/json';
+    return new HttpProblem(known.status, known.code, known.detail(accepts), { cause: error });
+  }
+  const status = error.statusCode ?? 500;
+  if (status >= 400 && status < 500) {
+    return new HttpProblem(status, 'bad_request', 'The request could not be processed.', { cause: error });
+  }
+  return new HttpProblem(500, 'internal_error', 'An internal error occurred; it has been logged.', { cause: error });
+}
