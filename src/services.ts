@@ -1,4 +1,5 @@
 import { authService } from './auth/main.ts';
+import { gatewayService } from './gateway/main.ts';
 import type { ServiceEntry } from './platform/service-entry.ts';
 
 /**
@@ -7,5 +8,5 @@ import type { ServiceEntry } from './platform/service-entry.ts';
  */
 export const services: ServiceEntry[] = [
   authService,
-  // gatewayService,
+  gatewayService,
 ];

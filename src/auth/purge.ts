@@ -1,19 +1,12 @@
-import type { Expression, ExpressionBuilder, SqlBool } from 'kysely';
+import { outboxPurgeTarget, type PurgeTarget as PlatformPurgeTarget, purgeRows } from '../platform/purge.ts';
 import type { AuthConfig } from './config.ts';
 import type { AuthDeps } from './deps.ts';
 
-const BATCH = 1000;
 const DAY = 86_400_000;
-/** Sent emails are kept a week for support questions; failed ones a month, for a human to look at. */
-const SENT_MAIL_RETENTION = 7 * DAY;
-const FAILED_MAIL_RETENTION = 30 * DAY;
 /** Failed sign-ins of an address stop counting a month after the last one (no lock in force). */
 const LOGIN_FAILURE_RETENTION = 30 * DAY;
 /** A revoked personal access token stays a while, so that revoking it again is still a 204. */
 const REVOKED_PAT_RETENTION = 30 * DAY;
-
-// biome-ignore lint/suspicious/noExplicitAny: each target names its own table's columns
-type Condition = (eb: ExpressionBuilder<any, any>, now: number, config: AuthConfig) => Expression<SqlBool>;
 
 type PurgeTable =
   | 'sessions'
@@ -34,11 +27,7 @@ type PurgeTable =
  * reuse is still recognised (an access token shares its refresh token's row);
  * a family goes once its last token row has gone.
  */
-interface PurgeTarget {
-  table: PurgeTable;
-  key?: 'client_id' | 'address_hash' | 'refresh_hash';
-  condition: Condition;
-}
+type PurgeTarget = PlatformPurgeTarget<AuthConfig> & { table: PurgeTable; key?: 'client_id' | 'address_hash' | 'refresh_hash' };
 
 export const PURGE_TARGETS: PurgeTarget[] = [
   {
@@ -53,14 +42,7 @@ export const PURGE_TARGETS: PurgeTarget[] = [
     table: 'password_reset_tokens',
     condition: (eb, now) => eb.or([eb('expires_at', '<', now), eb('used_at', 'is not', null)]),
   },
-  {
-    table: 'outbox',
-    condition: (eb, now) =>
-      eb.or([
-        eb('sent_at', '<', now - SENT_MAIL_RETENTION),
-        eb.and([eb('status', '=', 'failed'), eb('created_at', '<', now - FAILED_MAIL_RETENTION)]),
-      ]),
-  },
+  outboxPurgeTarget,
   {
     table: 'personal_access_tokens',
     condition: (eb, now) => eb.or([eb('expires_at', '<', now), eb('revoked_at', '<', now - REVOKED_PAT_RETENTION)]),
@@ -87,39 +69,12 @@ export const PURGE_TARGETS: PurgeTarget[] = [
   },
 ];
 
-/**
- * Deletes expired and used rows in batches of {@link BATCH} ids, so that a
- * table of millions of rows is never loaded or locked at once. Returns the
- * count removed per table; logs it and counts it in metrics.
- */
-export async function purgeExpired(
+/** Deletes expired and used rows of the account service (platform purgeRows: bounded batches). */
+export function purgeExpired(
   deps: Pick<AuthDeps, 'db' | 'clock' | 'log' | 'metrics' | 'config'>,
   targets: readonly PurgeTarget[] = PURGE_TARGETS,
 ): Promise<Record<string, number>> {
-  const now = deps.clock.now();
-  const removed: Record<string, number> = {};
-  for (const { table, key = 'id', condition } of targets) {
-    let total = 0;
-    for (;;) {
-      const ids = deps.db
-        .selectFrom(table)
-        .select(key as 'id')
-        .where((eb) => condition(eb, now, deps.config))
-        .limit(BATCH);
-      const res = await deps.db
-        .deleteFrom(table)
-        .where(key as 'id', 'in', ids)
-        .executeTakeFirst();
-      const n = Number(res.numDeletedRows);
-      total += n;
-      if (n < BATCH) break;
-    }
-    removed[table] = total;
-    if (total > 0) deps.metrics.purged.inc({ table }, total);
-  }
-  if (Object.values(removed).some((n) => n > 0)) deps.log.info({ removed }, 'purge finished');
-  else deps.log.debug('purge finished: nothing to remove');
-  return removed;
+  return purgeRows(deps, targets, deps.config);
 }
 
 /**

@@ -1,7 +1,9 @@
-import type { FastifyError } from 'fastify';
-import { bearerToken, createHttpApp, sendProblem, toProblem, type App } from '../platform/http.ts';
+import { healthRoutes } from '../platform/health.ts';
+import { bearerToken, createHttpApp, type App, useErrorFormat } from '../platform/http.ts';
 import { rejectNulCharacters } from '../platform/nul-guard.ts';
 import type { GatewayDeps } from './deps.ts';
+import { gatewayMigrations } from './migrations.ts';
+import { type DataPlaneRouteDeps, dataPlaneRoutes } from './routes/data-plane.ts';
 import { tenantForSession } from './gateway-sessions.ts';
 import { controlAuthRoutes } from './routes/control-auth.ts';
 import { controlKeyRoutes } from './routes/control-keys.ts';
@@ -25,8 +27,8 @@ declare module 'fastify' {
  * plane's own limit, not the data plane's.
  */
 export async function registerControlPlane(app: App, deps: GatewayDeps): Promise<void> {
-  await app.register(async (control) => {
-    control.setErrorHandler((error: FastifyError, request, reply) => sendProblem(request, reply, toProblem(error)));
+  await app.register(async (control: App) => {
+    useErrorFormat(control, 'problem');
     control.addHook('preValidation', rejectNulCharacters);
     control.addHook('onRoute', (route) => {
       route.bodyLimit ??= deps.config.controlBodyLimit;
@@ -55,5 +57,32 @@ export async function buildControlApp(deps: GatewayDeps): Promise<App> {
     version: '0.1.0',
   });
   await registerControlPlane(app, deps);
+  return app;
+}
+
+/**
+ * The whole gateway: health, readiness and metrics (open), the control plane
+ * (problem+json) and the OpenAI-compatible data plane under /v1 (OpenAI's
+ * error shape, its own 404s included, and the data plane's body limit).
+ */
+export async function buildGatewayApp(deps: GatewayDeps, dataPlane: DataPlaneRouteDeps, draining: () => boolean): Promise<App> {
+  const app = await createHttpApp({
+    logger: deps.log,
+    metrics: deps.metrics,
+    bodyLimit: deps.config.controlBodyLimit,
+    trustProxy: deps.config.trustProxy,
+    title: 'AI gateway',
+    version: '0.1.0',
+  });
+  await app.register(healthRoutes, { db: deps.db, migrations: gatewayMigrations, metrics: deps.metrics, draining });
+  await registerControlPlane(app, deps);
+  await app.register(
+    async (v1: App) => {
+      useErrorFormat(v1, 'openai');
+      await dataPlaneRoutes(v1, dataPlane);
+    },
+    { prefix: '/v1' },
+  );
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   return app;
 }

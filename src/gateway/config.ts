@@ -45,7 +45,8 @@ export interface GatewayConfig extends SharedSettings {
   allowPrivateUpstreams: PrivateUpstreams;
   /** Anthropic requires max_tokens; sent when the client gave neither max_tokens nor max_completion_tokens. */
   anthropicDefaultMaxTokens: number;
-  usage: { flushMs: number; batchSize: number };
+  /** retentionMs: usage records (and any stored bodies) older than this are purged. */
+  usage: { flushMs: number; batchSize: number; retentionMs: number };
   purgeIntervalMs: number;
 }
 
@@ -116,6 +117,7 @@ export function loadGatewayConfig(env: Record<string, string | undefined> = proc
     usage: {
       flushMs: r.int('GATEWAY_USAGE_FLUSH_MS', 1000, 10, 60_000),
       batchSize: r.int('GATEWAY_USAGE_BATCH_SIZE', 500, 1, 10_000),
+      retentionMs: r.int('GATEWAY_USAGE_RETENTION_DAYS', 90, 1, 3650) * DAY,
     },
     purgeIntervalMs: r.int('GATEWAY_PURGE_INTERVAL_MINUTES', 60, 1, 1440) * MINUTE,
   };

@@ -108,14 +108,14 @@ function sendOpenAIError(request: FastifyRequest, reply: FastifyReply, problem: 
   return reply
     .status(problem.status)
     .headers(problem.headers)
-    .send({
-      error: {
-        message: problem.message,
-        type: problem.type ?? openaiType(problem.status),
-        code: problem.code,
-        param: problem.param ?? null,
-      },
-    });
+    .send(openaiErrorBody(problem));
+}
+
+/** `{error: {message, type, code, param}}`: OpenAI's error body (also sent as the last event of a failed stream). */
+export function openaiErrorBody(problem: HttpProblem): { error: { message: string; type: string; code: string; param: string | null } } {
+  return {
+    error: { message: problem.message, type: problem.type ?? openaiType(problem.status), code: problem.code, param: problem.param ?? null },
+  };
 }
 
 /**

@@ -70,6 +70,12 @@ export interface ServiceRuntimeOptions<DB, Deps> {
   deps: (core: ServiceCore<DB>) => Deps;
   jobs?: (deps: Deps) => JobSpec[];
   buildApp: (deps: Deps) => Promise<App>;
+  /**
+   * The service's own shutdown work, after the app has drained (no request
+   * in flight) and before the workers and connections close: what the
+   * requests left queued (the gateway's usage records) is written here.
+   */
+  afterDrain?: (deps: Deps) => Promise<void>;
   overrides?: RuntimeOverrides;
 }
 
@@ -140,6 +146,7 @@ export async function createServiceRuntime<DB, Deps>(options: ServiceRuntimeOpti
       listen: (host, port) => app.listen({ host, port }),
       async close() {
         await app.close();
+        await options.afterDrain?.(deps);
         await background.settled();
         await mailWorker.stop();
         for (const job of jobs.values()) await job.stop();

@@ -46,8 +46,14 @@ export function upstreamHttpError(
   headers: Record<string, string | string[] | undefined>,
 ): HttpProblem {
   const mapped = mapUpstreamStatus(status);
-  const message = fields?.message || `The ${provider} API answered HTTP ${status}.`;
-  const code = mapped.status < 500 && fields?.code ? fields.code : mapped.code;
+  let message = fields?.message || `The ${provider} API answered HTTP ${status}.`;
+  let code = mapped.status < 500 && fields?.code ? fields.code : mapped.code;
+  // The provider refused the tenant's stored provider key, not the client's gateway key: say so, with
+  // a code of our own (the provider's `invalid_api_key` would read as the gateway key being wrong).
+  if (status === 401 || status === 403) {
+    code = mapped.code;
+    message = `The ${provider} API refused the ${provider} key stored for this tenant: ${message}`;
+  }
   const kept: Record<string, string> = {};
   const retryAfter = retryAfterOf(headers);
   if (retryAfter !== undefined && (mapped.status === 429 || mapped.status === 503)) kept['retry-after'] = retryAfter;

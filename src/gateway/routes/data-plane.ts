@@ -35,7 +35,7 @@ const ChatBody = Type.Object(
   { additionalProperties: true },
 );
 
-/** The OpenAI-compatible data plane: /v1/models and /v1/chat/completions, behind sk-gw- keys. */
+/** The OpenAI-compatible data plane (mounted under /v1): models and chat completions, behind sk-gw- keys. */
 export async function dataPlaneRoutes(app: App, deps: DataPlaneRouteDeps): Promise<void> {
   app.addHook('onRequest', requireGatewayKey(deps.apiKeys));
 
@@ -45,7 +45,7 @@ export async function dataPlaneRoutes(app: App, deps: DataPlaneRouteDeps): Promi
     return tenant;
   };
 
-  app.get('/v1/models', { schema: { summary: 'Models of the providers this tenant has keys for' } }, async (request) => {
+  app.get('/models', { schema: { summary: 'Models of the providers this tenant has keys for' } }, async (request) => {
     const tenant = await tenantOf(request.principal.tenantId);
     return {
       object: 'list',
@@ -69,7 +69,7 @@ export async function dataPlaneRoutes(app: App, deps: DataPlaneRouteDeps): Promi
   });
 
   app.post(
-    '/v1/chat/completions',
+    '/chat/completions',
     { bodyLimit: deps.bodyLimit, schema: { summary: 'OpenAI-compatible chat completions, streamed or not', body: ChatBody } },
     async (request, reply) => {
       const tenant = await tenantOf(request.principal.tenantId);

@@ -127,11 +127,11 @@ describe('Anthropic upstream errors', () => {
     Buffer.from(JSON.stringify({ type: 'error', error: { type, message }, request_id: 'req_011CSHoEeqs5C35K2UUqR7Fy' }));
   const cases: [number, string, string, number, string][] = [
     [400, 'invalid_request_error', 'messages: roles must alternate', 400, 'invalid_request_error'],
-    [401, 'authentication_error', 'invalid x-api-key', 401, 'authentication_error'],
-    [403, 'permission_error', 'Your API key does not have permission to use the specified resource.', 403, 'permission_error'],
+    [401, 'authentication_error', 'invalid x-api-key', 401, 'invalid_request_error'],
+    [403, 'permission_error', 'Your API key does not have permission to use the specified resource.', 403, 'invalid_request_error'],
     [404, 'not_found_error', 'model: claude-nope', 404, 'invalid_request_error'],
     [413, 'request_too_large', 'Request exceeds the maximum allowed number of bytes.', 413, 'invalid_request_error'],
-    [429, 'rate_limit_error', 'Number of request tokens has exceeded your per-minute rate limit', 429, 'rate_limit_error'],
+    [429, 'rate_limit_error', 'Number of request tokens has exceeded your per-minute rate limit', 429, 'requests'],
     [500, 'api_error', 'Internal server error', 502, 'api_error'],
     [529, 'overloaded_error', 'Overloaded', 503, 'api_error'],
   ];
@@ -140,8 +140,16 @@ describe('Anthropic upstream errors', () => {
       const problem = adapter.upstreamError(status, errorBody(anthropicType, message), {});
       assert.equal(problem.status, mapped);
       // The error as the client receives it, in the OpenAI shape.
+      const keyRefused = status === 401 || status === 403;
       assert.deepEqual(JSON.parse(openAiErrorJson(problem)), {
-        error: { message, type: openAiType, code: { 500: 'upstream_error', 529: 'upstream_overloaded' }[status] ?? anthropicType, param: null },
+        error: {
+          message: keyRefused ? `The Anthropic API refused the Anthropic key stored for this tenant: ${message}` : message,
+          type: openAiType,
+          code:
+            { 401: 'upstream_authentication_failed', 403: 'upstream_permission_denied', 500: 'upstream_error', 529: 'upstream_overloaded' }[status] ??
+            anthropicType,
+          param: null,
+        },
       });
     });
   }

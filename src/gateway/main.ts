@@ -1,0 +1,39 @@
+import { type ConfiguredService, runServices, type ServiceEntry } from '../platform/service-entry.ts';
+import { type GatewayConfig, loadGatewayConfig } from './config.ts';
+import { gatewayMigrations } from './migrations.ts';
+import { createGatewayService, type GatewayService } from './service.ts';
+import { privateUpstreamsWarning } from './upstream-policy.ts';
+
+/** The gateway as the entry points list it (src/services.ts). */
+export const gatewayService: ServiceEntry = {
+  name: 'gateway',
+  configure(env): ConfiguredService {
+    const config = loadGatewayConfig(env);
+    return {
+      name: 'gateway',
+      database: { url: config.databaseUrl, sqlitePath: config.sqlitePath },
+      migrations: gatewayMigrations,
+      async start() {
+        const service = await startGateway(config);
+        return { name: 'gateway', url: config.baseUrl, close: () => service.close() };
+      },
+    };
+  },
+};
+
+/** Creates the gateway, starts its workers, listens and prints where. */
+export async function startGateway(config: GatewayConfig): Promise<GatewayService> {
+  const service = await createGatewayService(config);
+  service.runtime.startWorkers();
+  const address = await service.runtime.listen(config.host, config.port);
+  const { log } = service.deps;
+  const warning = privateUpstreamsWarning(config);
+  if (warning) log.warn(warning);
+  log.info(
+    `AI gateway listening on ${address}, public URL ${config.baseUrl} (${service.deps.dialect}${config.redisUrl ? ', redis' : ''}, sign-up ${config.signup}); OpenAI base URL ${config.baseUrl}/v1`,
+  );
+  return service;
+}
+
+/** `npm run start:gateway`: the gateway alone. */
+if (import.meta.main) await runServices([gatewayService]);

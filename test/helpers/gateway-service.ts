@@ -1,0 +1,111 @@
+import { Writable } from 'node:stream';
+import OpenAI from 'openai';
+import pino from 'pino';
+import { loadGatewayConfig } from '../../src/gateway/config.ts';
+import { createGatewayService, type GatewayService } from '../../src/gateway/service.ts';
+import { createFakeProvider, type FakeProvider } from '../../tools/fake-provider/server.ts';
+import { freshDatabase, type TestDatabase } from './database.ts';
+import type { DbKind } from './env.ts';
+
+/**
+ * The whole gateway as it runs in production (the platform runtime, its
+ * database migrated, the data plane with its pools and usage writer), on a
+ * real port, in front of the fake provider, whose loopback address is
+ * allowed as a private upstream. Everything the service logs is kept in
+ * `logs` so a test can check that no secret is ever written.
+ */
+export interface LiveGateway {
+  url: string;
+  service: GatewayService;
+  fake: FakeProvider;
+  db: TestDatabase;
+  logs: string[];
+  /** Signs up a tenant through the control plane and stores provider keys pointing at the fake. */
+  tenant(options?: { providers?: string[] }): Promise<LiveTenant>;
+  api(path: string, init?: { method?: string; token?: string; body?: unknown }): Promise<{ status: number; body: any; headers: Headers }>;
+  close(): Promise<void>;
+}
+
+export interface LiveTenant {
+  tenantId: string;
+  apiKey: string;
+  apiKeyId: string;
+  session: string;
+  /** The official OpenAI SDK pointed at the gateway, no retries. */
+  openai: OpenAI;
+}
+
+let counter = 0;
+
+export async function startLiveGateway(kind: DbKind, env: Record<string, string> = {}): Promise<LiveGateway> {
+  const fake = await createFakeProvider();
+  const db = await freshDatabase(kind);
+  const config = loadGatewayConfig({
+    DATA_DIR: db.dataDir,
+    GATEWAY_ENCRYPTION_KEY: 'b'.repeat(64),
+    GATEWAY_PORT: '0',
+    GATEWAY_ALLOW_PRIVATE_UPSTREAMS: '127.0.0.1',
+    GATEWAY_USAGE_FLUSH_MS: '20',
+    GATEWAY_LIMIT_SIGNUP: '1000/60',
+    ...(db.url ? { GATEWAY_DATABASE_URL: db.url } : {}),
+    ...env,
+  });
+  const logs: string[] = [];
+  const sink = new Writable({
+    write(chunk, _enc, done) {
+      logs.push(String(chunk));
+      done();
+    },
+  });
+  const logger = pino({ level: 'debug', name: 'gateway' }, sink);
+  const service = await createGatewayService(config, { logger, processMetrics: false });
+  service.runtime.startWorkers();
+  const url = await service.runtime.listen('127.0.0.1', 0);
+
+  const api: LiveGateway['api'] = async (path, init = {}) => {
+    const res = await fetch(`${url}${path}`, {
+      method: init.method ?? (init.body === undefined ? 'GET' : 'POST'),
+      headers: {
+        ...(init.token ? { authorization: `Bearer ${init.token}` } : {}),
+        ...(init.body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
+      body: init.body === undefined ? undefined : JSON.stringify(init.body),
+    });
+    const text = await res.text();
+    return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
+  };
+
+  return {
+    url,
+    service,
+    fake,
+    db,
+    logs,
+    api,
+    async tenant(options = {}) {
+      const email = `live${process.pid}.${++counter}@example.com`;
+      const signup = await api('/api/v1/signup', { body: { name: 'Live', email } });
+      if (signup.status !== 201) throw new Error(`signup: ${signup.status} ${JSON.stringify(signup.body)}`);
+      const session = signup.body.session_token as string;
+      for (const provider of options.providers ?? ['openai', 'anthropic']) {
+        const stored = await api('/api/v1/tenant/provider-keys', {
+          token: session,
+          body: { provider, key: `${provider}-secret-key-${counter}-XYZW`, base_url: `${fake.url}/v1` },
+        });
+        if (stored.status !== 201) throw new Error(`provider key: ${stored.status} ${JSON.stringify(stored.body)}`);
+      }
+      return {
+        tenantId: signup.body.tenant_id,
+        apiKey: signup.body.api_key,
+        apiKeyId: signup.body.api_key_id,
+        session,
+        openai: new OpenAI({ baseURL: `${url}/v1`, apiKey: signup.body.api_key, maxRetries: 0 }),
+      };
+    },
+    async close() {
+      await service.close();
+      await fake.close();
+      await db.drop();
+    },
+  };
+}
