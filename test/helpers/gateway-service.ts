@@ -22,6 +22,7 @@ export interface LiveGateway {
   logs: string[];
   /** Signs up a tenant through the control plane and stores provider keys pointing at the fake. */
   tenant(options?: { providers?: string[] }): Promise<LiveTenant>;
+  // biome-ignore lint/suspicious/noExplicitAny: test replies are inspected field by field
   api(path: string, init?: { method?: string; token?: string; body?: unknown }): Promise<{ status: number; body: any; headers: Headers }>;
   close(): Promise<void>;
 }

@@ -97,7 +97,7 @@ for (const kind of DB_KINDS) {
       for await (const chunk of stream) {
         chunks++;
         text += chunk.choices[0]?.delta.content ?? '';
-        if (chunk.usage) usage = chunk.usage as typeof usage;
+        if (chunk.usage) usage = chunk.usage as unknown as typeof usage;
       }
       assert.equal(text, 'echo: one two three');
       assert.ok(chunks >= 4, 'several chunks, not one lump');

@@ -20,8 +20,10 @@ import { openAiUsage } from './usage.ts';
  *   and forwarded as one OpenAI-shaped error event, and ends the stream;
  * - a body that ends before [DONE] ends with an `upstream_stream_incomplete` error event;
  * - empty events and named events other than `error` are skipped.
- * Only chunks that may carry usage or an error are parsed (a substring test
- * first), and the first one, for the model.
+ * - a chunk that is not a JSON object ends the stream with an
+ *   `upstream_invalid_response` error event.
+ * Each chunk is parsed once (about a microsecond for a chunk of a few hundred
+ * bytes); what is written on is the upstream's own text.
  */
 export class OpenAiCompatibleStream implements ChatStream {
   readonly #provider: string;
@@ -87,42 +89,28 @@ export class OpenAiCompatibleStream implements ChatStream {
       this.#out += SSE_DONE;
       return;
     }
-    if (data.charCodeAt(0) !== 123 /* { */) {
-      this.#stop(upstreamInvalid(this.#provider));
-      return;
-    }
-    if (event === 'error' || data.indexOf('"error"') !== -1) {
-      const parsed = parseObject(data);
-      if (parsed === undefined) {
-        this.#stop(upstreamInvalid(this.#provider));
-        return;
-      }
-      if (event === 'error' || isObject(parsed['error']) || typeof parsed['error'] === 'string') {
-        const inner = isObject(parsed['error']) ? parsed['error'] : {};
-        this.#stop(upstreamHttpError(this.#provider, errorStatus(inner, 502), openAiErrorFields(parsed), {}));
-        return;
-      }
-    }
-    if (!this.#sawChunk) {
-      this.#sawChunk = true;
-      const parsed = parseObject(data);
-      if (parsed === undefined) {
-        this.#stop(upstreamInvalid(this.#provider));
-        return;
-      }
-      if (typeof parsed['model'] === 'string') this.#model = parsed['model'];
-    }
-    if (carriesUsageObject(data)) this.#usageChunk(data);
-    else this.#out += sseEvent(data);
-  };
-
-  /** A chunk with a `usage` object: recorded; forwarded, dropped or given its cost as the client asked. */
-  #usageChunk(data: string): void {
-    const parsed = parseObject(data);
+    // Every chunk is parsed once: a chunk that is not a JSON object (a truncated or garbled
+    // event) ends the stream with an error rather than reaching the client's JSON parser.
+    const parsed = data.charCodeAt(0) === 123 /* { */ ? parseObject(data) : undefined;
     if (parsed === undefined) {
       this.#stop(upstreamInvalid(this.#provider));
       return;
     }
+    if (event === 'error' || parsed['error'] !== undefined) {
+      const inner = isObject(parsed['error']) ? parsed['error'] : {};
+      this.#stop(upstreamHttpError(this.#provider, errorStatus(inner, 502), openAiErrorFields(parsed), {}));
+      return;
+    }
+    if (!this.#sawChunk) {
+      this.#sawChunk = true;
+      if (typeof parsed['model'] === 'string') this.#model = parsed['model'];
+    }
+    if (isObject(parsed['usage']) || isObject(parsed['x_groq'])) this.#usageChunk(data, parsed);
+    else this.#out += sseEvent(data);
+  };
+
+  /** A chunk with a `usage` object: recorded; forwarded, dropped or given its cost as the client asked. */
+  #usageChunk(data: string, parsed: Record<string, unknown>): void {
     const usage = isObject(parsed['usage']) ? parsed['usage'] : undefined;
     const xGroq = parsed['x_groq'];
     this.#usage = openAiUsage(usage ?? (isObject(xGroq) ? xGroq['usage'] : undefined)) ?? this.#usage;
@@ -140,29 +128,4 @@ export class OpenAiCompatibleStream implements ChatStream {
     usage['cost'] = cost;
     this.#out += sseEvent(JSON.stringify(parsed));
   }
-}
-
-/**
- * Whether the JSON text has a `"usage"` key whose value is an object (not
- * `null`, which OpenAI sends on every chunk once usage is asked for). A
- * quote inside a JSON string is escaped, so `"usage":{` is almost always a
- * key; a rare false positive costs one JSON.parse, which decides.
- */
-export function carriesUsageObject(data: string): boolean {
-  let at = data.indexOf('"usage"');
-  while (at !== -1) {
-    let i = at + 7;
-    while (isSpace(data.charCodeAt(i))) i++;
-    if (data.charCodeAt(i) === 58 /* : */) {
-      i++;
-      while (isSpace(data.charCodeAt(i))) i++;
-      if (data.charCodeAt(i) === 123 /* { */) return true;
-    }
-    at = data.indexOf('"usage"', i);
-  }
-  return false;
-}
-
-function isSpace(code: number): boolean {
-  return code === 32 || code === 9 || code === 10 || code === 13;
 }
