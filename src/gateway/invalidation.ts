@@ -10,7 +10,11 @@ import type { Logger } from 'pino';
  * The caches also expire entries after a short TTL, which bounds the damage
  * of a message lost while Redis was unreachable.
  */
-export type Invalidation = { kind: 'api-key'; keyHash: string } | { kind: 'tenant'; tenantId: string };
+export type Invalidation =
+  | { kind: 'api-key'; keyHash: string }
+  | { kind: 'tenant'; tenantId: string }
+  /** The subscription was re-established: messages may have been missed meanwhile, so every cache starts over. */
+  | { kind: 'all' };
 
 export interface InvalidationBus {
   publish(message: Invalidation): Promise<void>;
@@ -34,9 +38,16 @@ export function invalidationBus(redis: Redis | undefined, log: Logger): Invalida
       async close() {},
     };
   }
-  const subscriber = redis.duplicate();
+  // The shared client has no offline queue (commands fail fast while Redis is away); the subscriber
+  // needs one, so that SUBSCRIBE waits for the connection, and ioredis re-subscribes after a reconnect.
+  const subscriber = redis.duplicate({ enableOfflineQueue: true });
   subscriber.on('error', (err) => log.warn({ err: err.message }, 'redis subscriber error'));
   subscriber.subscribe(CHANNEL).catch((err: Error) => log.warn({ err: err.message }, 'redis subscribe failed'));
+  let connections = 0;
+  subscriber.on('ready', () => {
+    // Not the first connection: whatever was published while this one was down is lost.
+    if (connections++ > 0) deliver({ kind: 'all' });
+  });
   subscriber.on('message', (_channel: string, text: string) => {
     const message = parse(text);
     if (message) deliver(message);

@@ -46,6 +46,23 @@ describe('loading cache', () => {
     assert.equal(cache.peek('k'), undefined, 'the revoked value must not stay cached');
   });
 
+  test('clear drops everything and keeps a racing load out', async () => {
+    let release!: (v: string) => void;
+    let loads = 0;
+    const cache = new LoadingCache<string, string>({
+      clock: new ManualClock(),
+      ttlMs: 60_000,
+      maxEntries: 10,
+      load: (k) => (++loads === 1 ? Promise.resolve(k) : new Promise<string>((resolve) => (release = resolve))),
+    });
+    await cache.get('a');
+    const pending = cache.get('b');
+    cache.clear();
+    release('b');
+    await pending;
+    assert.equal(cache.size, 0);
+  });
+
   test('bounded: past maxEntries the oldest entry goes', async () => {
     const cache = new LoadingCache<string, string>({ clock: new ManualClock(), ttlMs: 60_000, maxEntries: 2, load: async (k) => k });
     await cache.get('a');

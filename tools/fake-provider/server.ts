@@ -48,6 +48,8 @@ export interface RecordedCall {
 /** Every request received (count) and the latest ones (oldest first). */
 export class CallLog {
   count = 0;
+  /** Requests whose connection closed before the answer was complete (the client aborted, or a fault cut it). */
+  aborted = 0;
   readonly #limit: number;
   #recent: RecordedCall[] = [];
   constructor(limit: number) {
@@ -66,6 +68,7 @@ export class CallLog {
   }
   clear(): void {
     this.count = 0;
+    this.aborted = 0;
     this.#recent = [];
   }
 }
@@ -121,6 +124,9 @@ export async function createFakeProvider(options: FakeProviderOptions = {}): Pro
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     calls.count++;
+    res.once('close', () => {
+      if (!res.writableFinished) calls.aborted++;
+    });
     const url = req.url ?? '/';
     const known = ROUTES[routePath(url)];
     const route = known && known.method === req.method ? known.route : 'unknown';

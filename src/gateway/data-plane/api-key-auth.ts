@@ -46,6 +46,7 @@ export function apiKeyStore(options: { db: GatewayDb; clock: Clock; bus: Invalid
   });
   options.bus.subscribe((message) => {
     if (message.kind === 'api-key') cache.invalidate(message.keyHash);
+    else if (message.kind === 'all') cache.clear();
   });
   return cache;
 }

@@ -53,6 +53,12 @@ export class LoadingCache<K, V> {
     this.#entries.delete(key);
   }
 
+  /** Drops every entry (and, like invalidate, keeps racing loads out). */
+  clear(): void {
+    this.#epoch++;
+    this.#entries.clear();
+  }
+
   get size(): number {
     return this.#entries.size;
   }

@@ -43,6 +43,7 @@ export function tenantContexts(options: {
   });
   options.bus.subscribe((message) => {
     if (message.kind === 'tenant') cache.invalidate(message.tenantId);
+    else if (message.kind === 'all') cache.clear();
   });
   return cache;
 }

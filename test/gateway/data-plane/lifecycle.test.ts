@@ -1,0 +1,132 @@
+import assert from 'node:assert/strict';
+import { request } from 'node:http';
+import { describe, test } from 'node:test';
+import OpenAI from 'openai';
+import { gatewayMigrations } from '../../../src/gateway/migrations.ts';
+import type { GatewayTables } from '../../../src/gateway/schema.ts';
+import { closeDatabase, openDatabase } from '../../../src/platform/db.ts';
+import { migrateToLatest } from '../../../src/platform/db.ts';
+import { DB_KINDS, POSTGRES_URL, REDIS_URL } from '../../helpers/env.ts';
+import { startLiveGateway } from '../../helpers/gateway-service.ts';
+
+const until = async (check: () => boolean | Promise<boolean>, what: string) => {
+  for (let i = 0; i < 200; i++) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+};
+
+for (const kind of DB_KINDS) {
+  describe(`data plane lifecycle (${kind})`, () => {
+    test('a client that disconnects mid-stream aborts the upstream request; the call is recorded as 499', async (t) => {
+      const gw = await startLiveGateway(kind);
+      t.after(() => gw.close());
+      const tenant = await gw.tenant();
+      gw.fake.setBehaviour({ chunkDelayMs: 200, chunks: 20 }, { requests: 1 });
+      const body = JSON.stringify({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'long answer' }], stream: true });
+      const requestId = await new Promise<string>((resolve, reject) => {
+        const req = request(`${gw.url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${tenant.apiKey}`, 'content-type': 'application/json' },
+        });
+        req.on('response', (res) => {
+          res.once('data', () => {
+            req.destroy();
+            resolve(String(res.headers['x-gateway-request-id']));
+          });
+        });
+        req.on('error', (err) => (err.message.includes('socket hang up') ? undefined : reject(err)));
+        req.end(body);
+      });
+      await until(() => gw.fake.calls.aborted === 1, 'the upstream request to be aborted');
+      await until(async () => {
+        await gw.service.dataPlane.usage.flush();
+        const row = await gw.service.deps.db.selectFrom('usage_records').select(['status', 'error_code']).where('request_id', '=', requestId).executeTakeFirst();
+        return row?.status === 499 && row.error_code === 'client_closed_request';
+      }, 'the usage record of the aborted call');
+    });
+
+    test('SIGTERM-style close: readiness fails, an in-flight stream finishes whole, its usage record is written, then the process may exit', async () => {
+      const gw = await startLiveGateway(kind);
+      const tenant = await gw.tenant();
+      gw.fake.setBehaviour({ chunkDelayMs: 40, chunks: 10, promptTokens: 11, completionTokens: 10 }, { requests: 1 });
+      const { data: stream, response } = await tenant.openai.chat.completions
+        .create({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'a b c d e f g h i j' }], stream: true })
+        .withResponse();
+      const requestId = response.headers.get('x-gateway-request-id')!;
+      const closing = gw.service.close();
+      const ready = await fetch(`${gw.url}/readyz`).catch(() => undefined);
+      assert.ok(!ready || ready.status === 503, 'no longer ready once draining');
+      let text = '';
+      for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
+      assert.equal(text, 'echo: a b c d e f g h i j', 'the stream was drained, not cut');
+      await closing;
+      // The service is closed; its database holds the record.
+      const { db } = await openDatabase<GatewayTables>({ url: gw.db.url, sqlitePath: `${gw.db.dataDir}/gateway.sqlite` });
+      try {
+        await migrateToLatest(db, gatewayMigrations);
+        const row = await db.selectFrom('usage_records').selectAll().where('request_id', '=', requestId).executeTakeFirst();
+        assert.ok(row, 'usage flushed before shutdown ended');
+        assert.deepEqual([row.prompt_tokens, row.completion_tokens, row.status], [11, 10, 200]);
+      } finally {
+        await closeDatabase(db);
+        await gw.fake.close();
+        await gw.db.drop();
+      }
+    });
+
+    test("tenant isolation on the data plane: B's key never uses A's provider keys", async (t) => {
+      const gw = await startLiveGateway(kind);
+      t.after(() => gw.close());
+      await gw.tenant({ providers: ['openai'] });
+      const b = await gw.tenant({ providers: ['anthropic'] });
+      await assert.rejects(
+        b.openai.chat.completions.create({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] }),
+        (err: unknown) => err instanceof OpenAI.BadRequestError && (err as { code?: string }).code === 'provider_key_missing',
+      );
+      gw.fake.reset();
+      await b.openai.chat.completions.create({ model: 'anthropic/claude-haiku-4-5', messages: [{ role: 'user', content: 'x' }] });
+      assert.match(String(gw.fake.calls.last()?.headers['x-api-key']), /^anthropic-secret-key-/);
+    });
+  });
+}
+
+describe('replicas sharing PostgreSQL and Redis', { skip: POSTGRES_URL && REDIS_URL ? false : 'needs TEST_POSTGRES_URL and TEST_REDIS_URL' }, () => {
+  test('a key revoked on one replica is refused by the other on its very next request', async (t) => {
+    const a = await startLiveGateway('postgres', { REDIS_URL: REDIS_URL! });
+    t.after(() => a.close());
+    const tenant = await a.tenant({ providers: ['openai'] });
+    // Replica B: the same database and Redis, its own process state.
+    const { createGatewayService } = await import('../../../src/gateway/service.ts');
+    const { loadGatewayConfig } = await import('../../../src/gateway/config.ts');
+    const pino = (await import('pino')).default;
+    const b = await createGatewayService(
+      loadGatewayConfig({
+        DATA_DIR: a.db.dataDir,
+        GATEWAY_ENCRYPTION_KEY: 'b'.repeat(64),
+        GATEWAY_DATABASE_URL: a.db.url!,
+        GATEWAY_ALLOW_PRIVATE_UPSTREAMS: '127.0.0.1',
+        REDIS_URL: REDIS_URL!,
+      }),
+      { logger: pino({ level: 'silent' }), processMetrics: false },
+    );
+    t.after(() => b.close());
+    const bUrl = await b.runtime.listen('127.0.0.1', 0);
+    const viaB = new OpenAI({ baseURL: `${bUrl}/v1`, apiKey: tenant.apiKey, maxRetries: 0 });
+    const ask = () => viaB.chat.completions.create({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] });
+    await ask(); // B now has the key in its in-process cache
+    await ask();
+    const revoked = await a.api(`/api/v1/tenant/api-keys/${tenant.apiKeyId}`, { method: 'DELETE', token: tenant.session });
+    assert.equal(revoked.status, 204);
+    // Pub/sub delivery is asynchronous; the next request after delivery is refused (bounded wait, not a sleep).
+    await until(async () => {
+      try {
+        await ask();
+        return false;
+      } catch (err) {
+        return err instanceof OpenAI.AuthenticationError;
+      }
+    }, 'replica B to refuse the revoked key');
+  });
+});
