@@ -6,6 +6,7 @@ import { load, percentile, problems } from '../lib/load.ts';
 import { idleNodeRss, rssMiB, rssPeak } from '../lib/memory.ts';
 import type { Row } from '../lib/report.ts';
 import { streamTtfb } from '../lib/ttfb.ts';
+import { idleMemory } from './idle-memory.ts';
 
 /**
  * The gateway benchmark: OpenAI chat completions sent straight to the fake
@@ -41,7 +42,8 @@ interface Measured {
   seconds: number;
   cpuSeconds: number;
   trouble: string[];
-  rss: { idle: number; load: number; after: number; afterRequests: number };
+  /** after: once the process is idle after MEMORY_REQUESTS; after2: after as many again (flat: no growth between them). */
+  rss: { idle: number; load: number; after: number; afterRequests: number; after2: number; after2Requests: number };
   latencies: number[];
   ttfb: number[];
   streamFailures: Record<string, number>;
@@ -105,7 +107,7 @@ export async function gatewayComparison() {
     seconds: 0,
     cpuSeconds: 0,
     trouble: [],
-    rss: { idle: Number.NaN, load: 0, after: Number.NaN, afterRequests: 0 },
+    rss: { idle: Number.NaN, load: 0, after: Number.NaN, afterRequests: 0, after2: Number.NaN, after2Requests: 0 },
     latencies: [],
     ttfb: [],
     streamFailures: {},
@@ -148,6 +150,14 @@ export async function gatewayComparison() {
         await waitUntilIdle(t.pid);
         m.rss.after = rssMiB(t.pid);
         m.rss.afterRequests = m.sent;
+        // As many requests again: memory that keeps growing with requests served is a leak, a working set is not.
+        // (This gateway and the floor only: Portkey's 1k/s would add minutes to every run.)
+        if (m.target.name !== 'this gateway' && m.target.name !== 'node floor') continue;
+        log(`gateway: ${m.target.name}: ${MEMORY_REQUESTS} more requests for the flatness check`);
+        m.sent += (await load({ ...options(t), connections: THROUGHPUT_CONNECTIONS, amount: MEMORY_REQUESTS })).result.requests.sent;
+        await waitUntilIdle(t.pid);
+        m.rss.after2 = rssMiB(t.pid);
+        m.rss.after2Requests = m.sent;
       }
     });
 
@@ -175,7 +185,10 @@ export async function gatewayComparison() {
   } finally {
     await Promise.all([fast.stop(), slow.stop()]);
   }
-  return report(results, await idleNodeRss());
+  const idleNode = await idleNodeRss();
+  const reported = report(results, idleNode);
+  const memory = await idleMemory(idleNode.ts);
+  return { rows: [...reported.rows, ...memory.rows], details: reported.details, raw: { ...reported.raw, idleServices: memory.raw } };
 }
 
 const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b);
@@ -232,7 +245,7 @@ function report(results: Measured[], idleNode: { js: number; ts: number }) {
       { benchmark: `gateway CPU per request, ${name}`, measured: `${fmt(s.cpuUs)} µs`, baseline: `fake provider ${fmt(b.cpuUs)} µs`, result: `${fmt(s.cpuUs / b.cpuUs, 2)} × the fake's`, ...info },
       {
         benchmark: `gateway RSS, ${name}`,
-        measured: `idle ${mib(m.rss.idle)}, load ${mib(m.rss.load)}, after ${fmt(m.rss.afterRequests / 1000)}k ${mib(m.rss.after)} MiB`,
+        measured: `idle ${mib(m.rss.idle)}, load ${mib(m.rss.load)}, after ${fmt(m.rss.afterRequests / 1000)}k ${mib(m.rss.after)}, after ${fmt(m.rss.after2Requests / 1000)}k ${mib(m.rss.after2)} MiB`,
         baseline: `fake idle ${mib(base!.rss.idle)}, load ${mib(base!.rss.load)} MiB`,
         result: `+${mib(m.rss.after - m.rss.idle)} MiB kept`,
         ...info,
@@ -242,6 +255,7 @@ function report(results: Measured[], idleNode: { js: number; ts: number }) {
     for (const note of m.notes) details.push(note);
     if (m.trouble.length) details.push(`${name}: not 2xx: ${m.trouble.join('; ')}.`);
   }
+  rows.push(...targetRows(results));
   details.push(
     `Gateway benchmark: throughput and CPU at ${THROUGHPUT_CONNECTIONS} connections on the 0 ms fake (${SLICE_S} s slices, each target twice: in order, then reversed, after ${WARMUP_S} s of warm-up); ` +
       `latency at ${LATENCY_CONNECTIONS} connections on a fake answering after 20 ms; stream TTFB over ${TTFB_REQUESTS} stream: true requests, ${TTFB_CONCURRENCY} at a time, from the send to the first body byte (the 20 ms fake then sends an event every 10 ms); ` +
@@ -251,4 +265,52 @@ function report(results: Measured[], idleNode: { js: number; ts: number }) {
   if (base!.trouble.length) details.push(`direct: not 2xx: ${base!.trouble.join('; ')}.`);
   const raw = Object.fromEntries(results.map((m) => [m.target.name, { ...summarize(m), rss: m.rss, sent: m.sent, broken: m.broken, streamFailures: m.streamFailures, notes: m.notes }]));
   return { rows, details, raw: { gateway: { targets: raw, idleNode } } };
+}
+
+/** Flat: at most this much more RSS after the second MEMORY_REQUESTS than after the first. */
+const FLAT_MIB = 8;
+
+/**
+ * The issue's targets for this gateway, against the Node floor measured in
+ * the same run: throughput at least half the floor's, p99 latency within
+ * 2 ms of the floor's, and RSS flat from 100k to 200k requests.
+ */
+function targetRows(results: Measured[]): Row[] {
+  const floor = results.find((m) => m.target.name === 'node floor');
+  const gateway = results.find((m) => m.target.name === 'this gateway');
+  if (!floor || !gateway || floor.broken || gateway.broken) return [];
+  const f = summarize(floor);
+  const g = summarize(gateway);
+  const ratio = g.rate / f.rate;
+  const p99Gap = g.p99 - f.p99;
+  const growth = gateway.rss.after2 - gateway.rss.after;
+  return [
+    {
+      benchmark: 'gateway throughput vs the Node floor',
+      measured: `${fmt(g.rate)} req/s`,
+      baseline: `floor ${fmt(f.rate)} req/s`,
+      result: `${fmt(ratio, 3)} of the floor`,
+      target: '>= 0.5 of the floor',
+      pass: ratio >= 0.5,
+      verdict: ratio >= 0.5 ? 'PASS' : 'FAIL',
+    },
+    {
+      benchmark: 'gateway p99 latency vs the Node floor (20 ms upstream, 10 connections)',
+      measured: `p99 ${ms(g.p99)} ms (p50 ${ms(g.p50)})`,
+      baseline: `floor p99 ${ms(f.p99)} ms (p50 ${ms(f.p50)})`,
+      result: `${signed(p99Gap)} ms`,
+      target: 'within 2 ms of the floor',
+      pass: p99Gap <= 2,
+      verdict: p99Gap <= 2 ? 'PASS' : 'FAIL',
+    },
+    {
+      benchmark: 'gateway RSS flat after 100,000 requests',
+      measured: `${mib(gateway.rss.after)} MiB after ${fmt(gateway.rss.afterRequests / 1000)}k, ${mib(gateway.rss.after2)} MiB after ${fmt(gateway.rss.after2Requests / 1000)}k`,
+      baseline: `idle ${mib(gateway.rss.idle)} MiB`,
+      result: `${growth >= 0 ? '+' : ''}${fmt(growth, 1)} MiB over the second 100k`,
+      target: `<= +${FLAT_MIB} MiB`,
+      pass: growth <= FLAT_MIB,
+      verdict: growth <= FLAT_MIB ? 'PASS' : 'FAIL',
+    },
+  ];
 }

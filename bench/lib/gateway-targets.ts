@@ -77,7 +77,23 @@ export const PORTKEY: Target = {
   },
 };
 
-// TODO(lead): add "this gateway" here once it runs: a Target whose start() launches the gateway as a child process with a
-// tenant, an API key and an OpenAI-compatible provider key whose base_url is `${upstream.url}/v1`
-// (GATEWAY_ALLOW_PRIVATE_UPSTREAMS=127.0.0.1), and returns its URL, the `Authorization: Bearer sk-gw-...` header and its pid.
-export const TARGETS: Target[] = [DIRECT, NODE_FLOOR, PORTKEY];
+/** This gateway: the real service (bench/servers/gateway-server.ts) with one tenant whose OpenAI key points at the fake. */
+export const GATEWAY: Target = {
+  name: 'this gateway',
+  async start(upstream) {
+    const server = await startServer<{ url: string; apiKey: string; model: string }>(
+      'gateway',
+      new URL('../servers/gateway-server.ts', import.meta.url),
+      { UPSTREAM_URL: upstream.url },
+    );
+    return {
+      url: `${server.info.url}/v1`,
+      headers: { ...JSON_TYPE, authorization: `Bearer ${server.info.apiKey}` },
+      model: server.info.model,
+      pid: server.pid,
+      stop: () => server.stop(),
+    };
+  },
+};
+
+export const TARGETS: Target[] = [DIRECT, NODE_FLOOR, GATEWAY, PORTKEY];

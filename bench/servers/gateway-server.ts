@@ -1,0 +1,41 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadGatewayConfig } from '../../src/gateway/config.ts';
+import { putProviderKey } from '../../src/gateway/provider-keys.ts';
+import { createGatewayService } from '../../src/gateway/service.ts';
+import { signup } from '../../src/gateway/tenants.ts';
+import { announce, closeWhenTold } from './lifecycle.ts';
+
+/**
+ * The real gateway for the benchmarks, configured like `npm run
+ * start:gateway` (SQLite in a fresh DATA_DIR, the usage writer on), with one
+ * tenant made through the domain functions: its sk-gw- key, and an OpenAI
+ * key whose base_url is UPSTREAM_URL/v1 (the fake provider, on loopback:
+ * GATEWAY_ALLOW_PRIVATE_UPSTREAMS=127.0.0.1). Requests name
+ * `openai/gpt-4o-mini`, a catalog model, so that every call is priced.
+ * Prints {"url","apiKey","model"} once listening.
+ */
+const dataDir = mkdtempSync(join(tmpdir(), 'gateway-bench-'));
+const config = loadGatewayConfig({
+  LOG_LEVEL: 'warn',
+  ...process.env,
+  DATA_DIR: dataDir,
+  GATEWAY_HOST: '127.0.0.1',
+  GATEWAY_PORT: '0',
+  GATEWAY_ALLOW_PRIVATE_UPSTREAMS: '127.0.0.1',
+  GATEWAY_LIMIT_SIGNUP: '100/60',
+});
+const service = await createGatewayService(config);
+const { deps } = service;
+const tenant = await signup(deps, { name: 'Bench', email: 'bench@example.com', ip: '127.0.0.1', adminToken: undefined });
+await putProviderKey(deps, tenant.tenantId, { provider: 'openai', key: 'sk-bench-fake', baseUrl: `${process.env['UPSTREAM_URL']}/v1` });
+service.runtime.startWorkers();
+await service.runtime.listen(config.host, config.port);
+closeWhenTold(async () => {
+  await service.close();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+const url = `http://127.0.0.1:${(service.runtime.app.server.address() as AddressInfo).port}`;
+announce({ url, apiKey: tenant.apiKey, model: 'openai/gpt-4o-mini' });
