@@ -39,3 +39,9 @@ closeWhenTold(async () => {
 });
 const url = `http://127.0.0.1:${(service.runtime.app.server.address() as AddressInfo).port}`;
 announce({ url, apiKey: tenant.apiKey, model: 'openai/gpt-4o-mini' });
+// The parent's questions over IPC. "memory": process.memoryUsage() (heap, external, array buffers, RSS), to tell a heap leak from native growth.
+process.on('message', (question) => {
+  if (question !== 'memory') return;
+  (globalThis as { gc?: () => void }).gc?.(); // with --expose-gc (NODE_OPTIONS): what is still referenced, not what awaits collection
+  process.send?.(process.memoryUsage());
+});

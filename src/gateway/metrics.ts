@@ -45,25 +45,40 @@ export function createGatewayMetrics(registry: Registry): GatewayMetrics {
     help: 'Usage records dropped because the database stayed unreachable and the buffer was full.',
     registers,
   });
+  // Label children looked up once per label set: prom-client hashes a label object on every call.
+  const children = new Map<string, { inc(n?: number): void; observe(v: number): void }>();
+  const child = <T extends { inc(n?: number): void } | { observe(v: number): void }>(key: string, make: () => T): T => {
+    let found = children.get(key) as T | undefined;
+    if (found === undefined) {
+      found = make();
+      children.set(key, found as unknown as { inc(n?: number): void; observe(v: number): void });
+    }
+    return found;
+  };
+  const countTokens = (kind: string, model: string, n: number) => {
+    if (n > 0) child(`t|${kind}|${model}`, () => tokens.labels({ kind, model })).inc(n);
+  };
   return {
     usageDropped,
     observeCall(call) {
       const target = call.target;
       const model = target?.entry ? `${target.provider.id}/${target.entry.id}` : target ? 'other' : 'none';
       const provider = target?.provider.id ?? 'none';
-      calls.inc({ status: call.status, model, provider, cache: call.cacheStatus });
+      child(`c|${call.status}|${model}|${provider}|${call.cacheStatus}`, () =>
+        calls.labels({ status: call.status, model, provider, cache: call.cacheStatus }),
+      ).inc();
       if (call.overheadMs !== undefined) overhead.observe(call.overheadMs / 1000);
-      if (target && call.upstreamMs > 0) upstream.observe({ provider }, call.upstreamMs / 1000);
+      if (target && call.upstreamMs > 0) child(`u|${provider}`, () => upstream.labels({ provider })).observe(call.upstreamMs / 1000);
       const usage = call.usage;
       if (usage) {
-        if (usage.promptTokens) tokens.inc({ kind: 'prompt', model }, usage.promptTokens);
-        if (usage.cachedTokens) tokens.inc({ kind: 'cached', model }, usage.cachedTokens);
-        if (usage.cacheWriteTokens) tokens.inc({ kind: 'cache_write', model }, usage.cacheWriteTokens);
-        if (usage.completionTokens) tokens.inc({ kind: 'completion', model }, usage.completionTokens);
-        if (usage.reasoningTokens) tokens.inc({ kind: 'reasoning', model }, usage.reasoningTokens);
+        countTokens('prompt', model, usage.promptTokens);
+        countTokens('cached', model, usage.cachedTokens);
+        countTokens('cache_write', model, usage.cacheWriteTokens);
+        countTokens('completion', model, usage.completionTokens);
+        countTokens('reasoning', model, usage.reasoningTokens);
       }
-      if (call.tokensSaved) tokens.inc({ kind: 'saved', model }, call.tokensSaved);
-      if (call.costUsd) cost.inc({ model }, call.costUsd);
+      countTokens('saved', model, call.tokensSaved);
+      if (call.costUsd) child(`$|${model}`, () => cost.labels({ model })).inc(call.costUsd);
     },
   };
 }

@@ -120,3 +120,17 @@ for (const kind of DB_KINDS) {
     });
   });
 }
+
+describe('usage writer statement sizes', () => {
+  test('a batch of any size is cut into chunks of at most four distinct sizes, in order, nothing lost', async () => {
+    const { fixedChunks } = await import('../../src/gateway/data-plane/usage-writer.ts');
+    const sizes = new Set<number>();
+    for (let n = 0; n <= 600; n++) {
+      const rows = Array.from({ length: n }, (_, i) => i);
+      const chunks = fixedChunks(rows);
+      assert.deepEqual(chunks.flat(), rows);
+      for (const c of chunks) sizes.add(c.length);
+    }
+    assert.deepEqual([...sizes].sort((a, b) => a - b), [1, 4, 16, 64]);
+  });
+});

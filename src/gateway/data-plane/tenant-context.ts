@@ -1,13 +1,14 @@
 import type { Clock } from '../../platform/clock.ts';
 import type { InvalidationBus } from '../invalidation.ts';
-import { loadProviderKeys, type ProviderCredentials } from '../provider-keys.ts';
+import { loadProviderKeys } from '../provider-keys.ts';
 import type { GatewayDb } from '../schema.ts';
 import { LoadingCache } from './loading-cache.ts';
 
 /** What a data-plane call needs of its tenant: the provider keys in plaintext and the body-storage setting. */
 export interface TenantContext {
   tenantId: string;
-  providerKeys: ReadonlyMap<string, ProviderCredentials>;
+  /** By provider id; the base URL parsed once, when the tenant is loaded. */
+  providerKeys: ReadonlyMap<string, { apiKey: string; baseUrl: URL }>;
   /** The providers with a key: model resolution and /v1/models look only at these. */
   keyed: ReadonlySet<string>;
   storeBodies: boolean;
@@ -38,7 +39,8 @@ export function tenantContexts(options: {
       const providerKeys = await loadProviderKeys(options.db, options.encryptionKey, tenantId, (provider) =>
         options.onUnreadableKey(tenantId, provider),
       );
-      return { tenantId, providerKeys, keyed: new Set(providerKeys.keys()), storeBodies: tenant.store_bodies === 1 };
+      const parsed = new Map([...providerKeys].map(([provider, key]) => [provider, { apiKey: key.apiKey, baseUrl: new URL(key.baseUrl) }]));
+      return { tenantId, providerKeys: parsed, keyed: new Set(parsed.keys()), storeBodies: tenant.store_bodies === 1 };
     },
   });
   options.bus.subscribe((message) => {

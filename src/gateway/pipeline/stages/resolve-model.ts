@@ -29,7 +29,7 @@ export function resolveModelStage(adapters: ReadonlyMap<string, ProviderAdapter>
     const key = call.tenant.providerKeys.get(provider.id);
     const adapter = adapters.get(provider.id);
     if (!key || !adapter) throw noProviderKey(provider.id);
-    call.target = { provider, model, entry, adapter, apiKey: key.apiKey, baseUrl: new URL(key.baseUrl) };
+    call.target = { provider, model, entry, adapter, apiKey: key.apiKey, baseUrl: key.baseUrl };
     await next();
   };
 }
