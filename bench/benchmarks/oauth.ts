@@ -1,3 +1,4 @@
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { Client, Options } from 'autocannon';
 import type { ChildServer } from '../lib/children.ts';
 import { processWriteBytes } from '../lib/cpu.ts';
@@ -7,6 +8,7 @@ import type { OAuthUser } from '../lib/oauth-flow.ts';
 import type { Row } from '../lib/report.ts';
 import { type Comparison, cpuPerRequest, type Side, versusBare } from '../lib/slices.ts';
 import type { AuthInfo } from '../servers/auth-info.ts';
+import type { StallReading } from '../servers/stall-meter.ts';
 import { bareSide, THROUGHPUT_CONNECTIONS, THROUGHPUT_SLICE_S, THROUGHPUT_WARMUP_S } from './throughput.ts';
 
 /**
@@ -54,6 +56,48 @@ function writeCounter(auth: ChildServer<AuthInfo>, into: Writes) {
   };
 }
 
+/** Stalls of one measured slice: the server's (its event loop, its GC) and this process's event loop, which autocannon runs on. */
+interface SliceStalls {
+  server: StallReading;
+  benchLoopP99: number;
+  benchLoopMax: number;
+}
+
+/**
+ * Around each measured slice: opens a window of the server's stall meter
+ * (bench/servers/stall-meter.ts) and of this process's own event-loop delay,
+ * and keeps both readings. A late load generator adds its lateness to the
+ * latencies it measures; a late server, to every request in flight.
+ */
+function stallRecorder(auth: ChildServer<AuthInfo>, into: SliceStalls[]) {
+  const resolution = 2; // ms; as in the stall meter: lateness = value - resolution
+  let delay = monitorEventLoopDelay({ resolution });
+  return {
+    async start() {
+      await auth.ask<StallReading>('stalls');
+      delay = monitorEventLoopDelay({ resolution });
+      delay.enable();
+    },
+    async end() {
+      delay.disable();
+      const server = await auth.ask<StallReading>('stalls');
+      into.push({ server, benchLoopP99: Math.max(0, delay.percentile(99) / 1e6 - resolution), benchLoopMax: Math.max(0, delay.max / 1e6 - resolution) });
+    },
+  };
+}
+
+/** Both of the above, in one `around`. */
+function around(...parts: { start(): Promise<void>; end(): Promise<void> }[]) {
+  return {
+    async start() {
+      for (const part of parts) await part.start();
+    },
+    async end() {
+      for (const part of parts) await part.end();
+    },
+  };
+}
+
 /** One run's refresh chains: 2xx responses with a new refresh token, and 2xx responses without one (a broken chain). */
 interface ChainStats {
   rotated: number;
@@ -61,14 +105,14 @@ interface ChainStats {
 }
 
 /** The refresh grant as a side of versusBare; `runs` gets one ChainStats per run: the warm-up, then the two slices. */
-function refreshSide(auth: ChildServer<AuthInfo>, user: OAuthUser, runs: ChainStats[], writes: Writes): Side {
+function refreshSide(auth: ChildServer<AuthInfo>, user: OAuthUser, runs: ChainStats[], writes: Writes, stalls: SliceStalls[]): Side {
   const headers = { 'content-type': 'application/x-www-form-urlencoded' };
   const form = (token: string) =>
     new URLSearchParams({ grant_type: 'refresh_token', refresh_token: token, client_id: user.clientId }).toString();
   return {
     server: auth,
     record: true,
-    around: writeCounter(auth, writes),
+    around: around(writeCounter(auth, writes), stallRecorder(auth, stalls)),
     async options(): Promise<Options> {
       const starts: string[] = [];
       for (let i = 0; i < REFRESH_CONNECTIONS; i++) starts.push((await user.authorize()).refresh_token);
@@ -111,6 +155,9 @@ function refreshSide(auth: ChildServer<AuthInfo>, user: OAuthUser, runs: ChainSt
   };
 }
 
+const stallText = (s: SliceStalls) =>
+  `server event loop late by p99 ${fmt(s.server.loopP99, 1)} ms, max ${fmt(s.server.loopMax, 1)} ms, ${s.server.gcCount} GC pauses (${fmt(s.server.gcMs)} ms in all, longest ${fmt(s.server.gcMaxMs, 1)} ms); bench process late by p99 ${fmt(s.benchLoopP99, 1)} ms, max ${fmt(s.benchLoopMax, 1)} ms`;
+
 const notOk = (c: Comparison) => [...c.bare.trouble, ...c.route.trouble];
 
 export async function oauthThroughput(auth: ChildServer<AuthInfo>, bare: ChildServer<{ url: string }>, user: OAuthUser) {
@@ -130,7 +177,8 @@ export async function oauthThroughput(auth: ChildServer<AuthInfo>, bare: ChildSe
   log(`refresh grant: ${REFRESH_CONNECTIONS} connections (one token chain each), ${THROUGHPUT_SLICE_S} s slices: bare, refresh, refresh, bare`);
   const runs: ChainStats[] = [];
   const writes: Writes = { rows: 0, bytes: 0 };
-  const rf = await versusBare(bareSide(bare), refreshSide(auth, user, runs, writes), { ...timing, connections: REFRESH_CONNECTIONS });
+  const stalls: SliceStalls[] = [];
+  const rf = await versusBare(bareSide(bare), refreshSide(auth, user, runs, writes, stalls), { ...timing, connections: REFRESH_CONNECTIONS });
   const sorted = rf.route.latencies.toSorted((a, b) => a - b);
   const p50 = percentile(sorted, 50);
   const p99 = percentile(sorted, 99);
@@ -172,6 +220,7 @@ export async function oauthThroughput(auth: ChildServer<AuthInfo>, bare: ChildSe
     `userinfo, CPU in cores: bare Fastify slices: ${cpuText(ui.bare.cpu, 'bare server')}; /oauth/userinfo slices: ${cpuText(ui.route.cpu, 'account service')}. Server CPU per request: bare Fastify ${fmt(cpuPerRequest(ui.bare))} µs, /oauth/userinfo ${fmt(cpuPerRequest(ui.route))} µs.${uiTrouble.length ? ` Not 2xx: ${uiTrouble.join('; ')}.` : ' Every response 2xx.'}`,
     `Refresh grant, CPU in cores: bare Fastify slices (${REFRESH_CONNECTIONS} connections): ${cpuText(rf.bare.cpu, 'bare server')}; refresh slices: ${cpuText(rf.route.cpu, 'account service')}. Server CPU per refresh ${fmt(cpuPerRequest(rf.route))} µs (bare Fastify ${fmt(cpuPerRequest(rf.bare))} µs per request); ${fmt(rf.rate)} refreshes/s on ${fmt(rf.route.cpu.server, 2)} cores of server CPU = ${fmt(perCore)} per core, ${fmt(keycloakRatio, 1)} × Keycloak's ${KEYCLOAK_REFRESHES_PER_VCPU} per vCPU (their figure: behind TLS, issuing signed JWTs, the database on its own machines and not counted; ours: plain HTTP, opaque tokens, SQLite inside the server process, so its CPU is counted).`,
     `Refresh writes and latency: over the measured refresh slices the server changed ${writes.rows} database rows (SQLite's total_changes() on its one write connection) and sent ${fmt(writes.bytes / 1024 / 1024, 1)} MiB to storage (write_bytes of /proc/<pid>/io: WAL appends and checkpoints), for ${rf.route.ok} refreshes: ${fmt(rowsPerRefresh, 2)} rows and ${fmt(kbPerRefresh, 1)} KiB per refresh. Latency of every 2xx refresh, exact (${sorted.length} responses): p50 ${fmt(p50, 2)} ms, p90 ${fmt(percentile(sorted, 90), 2)} ms, p99 ${fmt(p99, 2)} ms, max ${fmt(sorted.at(-1) ?? Number.NaN, 1)} ms.`,
+    `Refresh stalls, per measured slice: ${stalls.map(stallText).join('; ')}. Garbage collections: ${fmt((1000 * stalls.reduce((a, s) => a + s.server.gcCount, 0)) / rf.route.ok, 2)} per 1000 refreshes.`,
     `Refresh chains: ${measured.rotated} rotations in the measured slices (${warmup.rotated} more in the warm-up), each 2xx response's new refresh token sent by its connection's next request; not 2xx (or failed) in the measured refresh slices: ${rf.route.notOk}${rfTrouble.length ? ` (${rfTrouble.join('; ')})` : ''}${rf.route.warmupTrouble ? `; in the warm-up: ${rf.route.warmupTrouble}` : ''}${chainTrouble ? `; ${chainTrouble}` : ''}.`,
   ];
   const raw = {
@@ -185,6 +234,7 @@ export async function oauthThroughput(auth: ChildServer<AuthInfo>, bare: ChildSe
       writes: { ...writes, rowsPerRefresh, bytesPerRefresh: writes.bytes / rf.route.ok },
       latencyMs: { p50, p90: percentile(sorted, 90), p99, max: sorted.at(-1) },
       chains: { warmup, measured },
+      stalls,
       totals: { bare: { ...rf.bare, latencies: undefined }, refresh: { ...rf.route, latencies: undefined } },
     },
   };

@@ -9,6 +9,7 @@ import { createAuthService } from '../../src/auth/service.ts';
 import { openBody } from '../../src/platform/mail.ts';
 import type { AuthInfo } from './auth-info.ts';
 import { announce, closeWhenTold } from './lifecycle.ts';
+import { stallMeter } from './stall-meter.ts';
 
 /**
  * The real account service for the benchmarks, configured from the
@@ -64,9 +65,14 @@ closeWhenTold(async () => {
 });
 // The parent's questions over IPC. "db-writes": rows inserted, updated or deleted so far on the service's
 // one SQLite write connection (SQLite's total_changes(): every statement of every request runs on it).
+// "stalls": what held up this process's event loop since the last "stalls" (see stallMeter).
+const stalls = stallMeter();
 process.on('message', (question) => {
-  if (question !== 'db-writes') return;
-  void sql<{ n: number }>`select total_changes() as n`.execute(deps.db).then(({ rows }) => process.send?.({ rows: Number(rows[0]?.n) }));
+  if (question === 'db-writes') {
+    void sql<{ n: number }>`select total_changes() as n`.execute(deps.db).then(({ rows }) => process.send?.({ rows: Number(rows[0]?.n) }));
+  } else if (question === 'stalls') {
+    process.send?.(stalls.takeReading());
+  }
 });
 const url = `http://127.0.0.1:${(service.app.server.address() as AddressInfo).port}`;
 const info: AuthInfo = { url, apiKey: config.apiKey, email, password };

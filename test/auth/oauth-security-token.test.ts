@@ -63,6 +63,23 @@ for (const kind of DB_KINDS) {
       assertOAuthError(await raw.token({ grant_type: 'refresh_token', refresh_token: 'ort_x', client_id: pub.clientId, client_secret: 'guess' }), 401, 'invalid_client');
     });
 
+    test("the refresh grant authenticates the client beside its own live token: a public client's secret, an unknown or deleted client_id are invalid_client", async () => {
+      const t = await raw.tokens(user, pub);
+      const withSecret = await raw.refresh(pub.clientId, t.refresh_token, { client_secret: 'guess' });
+      assertOAuthError(withSecret, 401, 'invalid_client');
+      assert.match(withSecret.body.error_description, /public and has no secret/);
+      assertOAuthError(await raw.refresh('svc_unknown', t.refresh_token), 401, 'invalid_client');
+      // Neither used up the token.
+      assert.equal((await raw.refresh(pub.clientId, t.refresh_token)).status, 200);
+
+      const gone = { clientId: await raw.publicClient(), redirectUri: LOOPBACK_CB };
+      const g = await raw.tokens(user, gone);
+      await auth.service.deps.db.deleteFrom('oauth_clients').where('client_id', '=', gone.clientId).execute();
+      const deleted = await raw.refresh(gone.clientId, g.refresh_token);
+      assertOAuthError(deleted, 401, 'invalid_client');
+      assert.match(deleted.body.error_description, /Unknown client/);
+    });
+
     test("a code presented by another client is invalid_grant (and the issuing client's use still works)", async () => {
       const { code, verifier } = await raw.code(user, pub);
       assertOAuthError(await raw.exchange(other, code, verifier), 400, 'invalid_grant');

@@ -53,12 +53,23 @@ export async function authenticateClient(
   credentials: ClientCredentials,
   options: { requireConfidential?: boolean; ip?: string } = {},
 ): Promise<OAuthClient> {
-  const { id, secret, challenge } = credentials;
+  const { id, challenge } = credentials;
   if (options.requireConfidential && id !== deps.oauth.clientId) {
     throw invalidClient('Only the confidential client may use this endpoint.', challenge);
   }
   const client = await findClient(deps, id, options.ip === undefined ? {} : { ip: options.ip });
   if (!client) throw invalidClient('Unknown client.', challenge);
+  return checkClientSecret(deps, client, credentials);
+}
+
+/**
+ * The secret check of {@link authenticateClient}, for a caller that already
+ * holds the client these credentials name (the refresh grant reads the
+ * client's row with the token): the static client's secret must match; a
+ * public client must send none.
+ */
+export function checkClientSecret(deps: OAuthDeps, client: OAuthClient, credentials: ClientCredentials): OAuthClient {
+  const { secret, challenge } = credentials;
   if (client.confidential) {
     if (secret === undefined || !safeEqual(secret, deps.oauth.clientSecret)) {
       throw invalidClient('Client authentication failed.', challenge);

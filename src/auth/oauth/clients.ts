@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import type { Kysely, Selectable } from 'kysely';
 import { precompiled } from '../../platform/db.ts';
 import type { RateLimiter } from '../../platform/limits.ts';
 import type { AuthTables } from '../schema.ts';
@@ -98,7 +98,17 @@ export async function findClient(deps: OAuthDeps, clientId: string, options: { i
   }
   if (!clientId.startsWith('svc_') || clientId.length > 64) return null;
   const row = await registeredClientQuery(deps.db, [clientId]);
-  if (!row) return null;
+  return row ? registeredClient(row) : null;
+}
+
+/** The columns of a registered client's row that its OAuthClient is made of. */
+export type RegisteredClientRow = Pick<
+  Selectable<AuthTables['oauth_clients']>,
+  'client_id' | 'client_name' | 'client_uri' | 'redirect_uris' | 'application_type' | 'scope' | 'grant_types'
+>;
+
+/** A dynamically registered client from its row (read by findClient, or joined to a refresh token's lookup). */
+export function registeredClient(row: RegisteredClientRow): OAuthClient {
   const redirectUris = JSON.parse(row.redirect_uris) as string[];
   const host = hostOf(row.client_uri) ?? hostOf(redirectUris[0]) ?? 'unknown';
   return {

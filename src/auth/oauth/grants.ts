@@ -15,6 +15,7 @@ import {
   currentIssuance,
   findRefreshToken,
   openFamily,
+  type RefreshTokenRow,
   revokeFamily,
   rotateRefreshToken,
   successorTokens,
@@ -22,6 +23,26 @@ import {
 } from './token-families.ts';
 
 const VERIFIER = /^[A-Za-z0-9._~-]{43,128}$/;
+
+/** The refresh token a refresh_token grant presents, with what one read found for it (undefined: unknown). */
+export interface PresentedRefreshToken {
+  presented: string;
+  hash: string;
+  token: RefreshTokenRow | undefined;
+}
+
+/**
+ * Reads the refresh token of a refresh_token grant, with its family and its
+ * client's registration, before the client is authenticated: the one read
+ * the grant needs (undefined for other grants, or when none was sent).
+ */
+export async function readPresentedRefreshToken(deps: OAuthDeps, body: unknown): Promise<PresentedRefreshToken | undefined> {
+  if (param(body, 'grant_type') !== 'refresh_token') return undefined;
+  const presented = param(body, 'refresh_token');
+  if (!presented) return undefined;
+  const hash = sha256(presented);
+  return { presented, hash, token: await findRefreshToken(deps.db, hash) };
+}
 
 /**
  * The token endpoint's grants (RFC 6749 sections 4.1.3 and 6, OAuth 2.1), each
@@ -33,6 +54,7 @@ export async function grantTokens(
   deps: OAuthDeps,
   client: OAuthClient,
   body: unknown,
+  presented: PresentedRefreshToken | undefined,
 ): Promise<Omit<TokenResponse, 'refresh_token'> & { refresh_token?: string }> {
   const grantType = param(body, 'grant_type');
   if ((grantType === 'authorization_code' || grantType === 'refresh_token') && !client.grantTypes.includes(grantType)) {
@@ -42,35 +64,9 @@ export async function grantTokens(
     const { refresh_token, ...access } = await exchangeCode(deps, client, body);
     return client.grantTypes.includes('refresh_token') ? { ...access, refresh_token } : access;
   }
-  if (grantType === 'refresh_token') return refresh(deps, client, body);
+  if (grantType === 'refresh_token') return refresh(deps, client, body, presented);
   if (!grantType) throw invalidRequest('grant_type is required.');
   throw unsupportedGrantType('Supported grant types: authorization_code, refresh_token.');
-}
-
-/**
- * Defect 5: what the token endpoint can refuse before a metadata-URL client's
- * document is fetched. The code or refresh token must exist and belong to
- * this client_id, and the grant type must be one we serve; so an unknown or
- * foreign code or token costs a database read, never an outbound fetch.
- * Everything else (the document, then the grant's own checks) follows.
- */
-export async function checkGrantBeforeClientFetch(deps: OAuthDeps, clientId: string, body: unknown): Promise<void> {
-  const grantType = param(body, 'grant_type');
-  if (grantType === 'authorization_code') {
-    const code = param(body, 'code');
-    if (!code) throw invalidRequest('code is required.');
-    const row = await deps.db.selectFrom('oauth_codes').select('client_id').where('code_hash', '=', sha256(code)).executeTakeFirst();
-    if (row?.client_id !== clientId) throw invalidGrant('The authorization code is invalid.');
-  } else if (grantType === 'refresh_token') {
-    const presented = param(body, 'refresh_token');
-    if (!presented) throw invalidRequest('refresh_token is required.');
-    const token = await findRefreshToken(deps.db, sha256(presented));
-    if (token?.client_id !== clientId) throw invalidGrant('The refresh token is invalid.');
-  } else if (!grantType) {
-    throw invalidRequest('grant_type is required.');
-  } else {
-    throw unsupportedGrantType('Supported grant types: authorization_code, refresh_token.');
-  }
 }
 
 /** RFC 8707: the token request may name the resource, but only one that was authorized. */
@@ -139,12 +135,10 @@ async function exchangeCode(deps: OAuthDeps, client: OAuthClient, body: unknown)
  * clients that refresh concurrently or retry after a lost response).
  * Scope may be narrowed, never widened beyond the original grant.
  */
-async function refresh(deps: OAuthDeps, client: OAuthClient, body: unknown): Promise<TokenResponse> {
-  const presented = param(body, 'refresh_token');
-  if (!presented) throw invalidRequest('refresh_token is required.');
+async function refresh(deps: OAuthDeps, client: OAuthClient, body: unknown, lookup: PresentedRefreshToken | undefined): Promise<TokenResponse> {
+  if (!lookup) throw invalidRequest('refresh_token is required.');
+  const { presented, hash, token } = lookup;
   const now = deps.clock.now();
-  const hash = sha256(presented);
-  const token = await findRefreshToken(deps.db, hash);
   if (!token || token.client_id !== client.id) throw invalidGrant('The refresh token is invalid.');
   if (token.family_revoked_at !== null) throw invalidGrant('The refresh token has been revoked.');
   if (token.refresh_expires_at <= now) throw invalidGrant('The refresh token has expired.');

@@ -5,7 +5,7 @@ import { type AnyDb, precompiled } from '../../platform/db.ts';
 import { preparedStatement } from '../../platform/prepared-statement.ts';
 import { ACCESS_TOKEN_PREFIX } from '../bearer.ts';
 import type { AuthTables } from '../schema.ts';
-import type { OAuthDeps } from './clients.ts';
+import { type OAuthClient, type OAuthDeps, registeredClient } from './clients.ts';
 
 /**
  * Access and refresh tokens, grouped in families (table `oauth_families`):
@@ -44,7 +44,7 @@ export function successorTokens(deriveKey: string, presented: string): { access:
   return { access: ACCESS_TOKEN_PREFIX + derive('access'), refresh: REFRESH_TOKEN_PREFIX + derive('refresh') };
 }
 
-/** A refresh token with its family, as the refresh grant checks it. */
+/** A refresh token with its family, and its client's registration, as the refresh grant checks them. */
 export interface RefreshTokenRow {
   family_id: string;
   client_id: string;
@@ -55,20 +55,42 @@ export interface RefreshTokenRow {
   family_revoked_at: number | null;
   refresh_expires_at: number;
   rotated_at: number | null;
+  /** The family's client when it is a registered (dynamic) one; null for the static and metadata-URL clients, which have no row. */
+  registered: OAuthClient | null;
 }
 
 // Parameter: refresh token hash. On SQLite it reads the last committed state: the claim below decides.
+// The client's row is joined (none for the static and metadata-URL clients): one read authenticates
+// a registered client and finds its token, where findClient then findRefreshToken took two.
 const refreshTokenQuery = precompiled((db: Kysely<AuthTables>) =>
   db
     .selectFrom('oauth_tokens as t')
     .innerJoin('oauth_families as f', 'f.id', 't.family_id')
+    .leftJoin('oauth_clients as c', 'c.client_id', 'f.client_id')
     .select(['t.family_id', 'f.client_id', 'f.user_id', 'f.scope as family_scope', 'f.resource', 'f.derive_key'])
     .select(['f.revoked_at as family_revoked_at', 't.refresh_expires_at', 't.rotated_at'])
+    .select(['c.client_id as registered_id', 'c.client_name', 'c.client_uri', 'c.redirect_uris', 'c.application_type'])
+    .select(['c.scope as client_scope', 'c.grant_types'])
     .where('t.refresh_hash', '=', ''),
 );
 
 export async function findRefreshToken(db: Db, refreshHash: string): Promise<RefreshTokenRow | undefined> {
-  return (await refreshTokenQuery(db, [refreshHash])) as RefreshTokenRow | undefined;
+  const row = await refreshTokenQuery(db, [refreshHash]);
+  if (!row) return undefined;
+  const { registered_id, client_name, client_uri, redirect_uris, application_type, client_scope, grant_types, ...token } = row;
+  const registered =
+    registered_id === null
+      ? null
+      : registeredClient({
+          client_id: registered_id,
+          client_name,
+          client_uri,
+          redirect_uris: redirect_uris as string,
+          application_type: application_type as string,
+          scope: client_scope,
+          grant_types: grant_types as string,
+        });
+  return { ...token, registered };
 }
 
 interface Issue {

@@ -8,8 +8,8 @@ import { authenticateClient, readClientCredentials } from '../oauth/client-auth.
 import { isMetadataClientId } from '../oauth/client-metadata.ts';
 import type { OAuthDeps } from '../oauth/clients.ts';
 import { insufficientScope, invalidRequest, invalidToken, param, requireFormBody, slowDown } from '../oauth/errors.ts';
-import { checkGrantBeforeClientFetch, grantTokens } from '../oauth/grants.ts';
 import { registerClient } from '../oauth/registration.ts';
+import { tokenRequest } from '../oauth/token-request.ts';
 import { findTokenOwner, revokeAccessToken, revokeFamily } from '../oauth/token-families.ts';
 
 const NO_STORE = { 'cache-control': 'no-store', pragma: 'no-cache' };
@@ -78,10 +78,7 @@ export async function oauthEndpoints(app: App, opts: { deps: OAuthDeps; cors: bo
   app.post('/oauth/token', { schema: { hide: true }, config: FORM_ROUTE, ...corsHeaders }, async (request, reply) => {
     reply.headers(NO_STORE);
     requireFormBody(request.headers['content-type']);
-    const credentials = readClientCredentials(request, request.body);
-    if (isMetadataClientId(credentials.id)) await checkGrantBeforeClientFetch(deps, credentials.id, request.body);
-    const client = await authenticateClient(deps, credentials, { ip: request.ip });
-    return grantTokens(deps, client, request.body);
+    return tokenRequest(deps, readClientCredentials(request, request.body), request.body, request.ip);
   });
 
   app.post('/oauth/register', { schema: { hide: true }, ...corsHeaders }, async (request, reply) => {
