@@ -44,6 +44,8 @@ interface Measured {
   trouble: string[];
   /** after: once the process is idle after MEMORY_REQUESTS; after2: after as many again (flat: no growth between them). */
   rss: { idle: number; load: number; after: number; afterRequests: number; after2: number; after2Requests: number };
+  /** The live heap after a full GC at `after` and `after2`, MiB, where the target tells. */
+  heap?: { after: number; after2: number };
   latencies: number[];
   ttfb: number[];
   streamFailures: Record<string, number>;
@@ -150,6 +152,7 @@ export async function gatewayComparison() {
         await waitUntilIdle(t.pid);
         m.rss.after = rssMiB(t.pid);
         m.rss.afterRequests = m.sent;
+        const heapAfter = await t.heapAfterGc?.();
         // As many requests again: memory that keeps growing with requests served is a leak, a working set is not.
         // (This gateway and the floor only: Portkey's 1k/s would add minutes to every run.)
         if (m.target.name !== 'this gateway' && m.target.name !== 'node floor') continue;
@@ -158,6 +161,8 @@ export async function gatewayComparison() {
         await waitUntilIdle(t.pid);
         m.rss.after2 = rssMiB(t.pid);
         m.rss.after2Requests = m.sent;
+        const heapAfter2 = await t.heapAfterGc?.();
+        if (heapAfter !== undefined && heapAfter2 !== undefined) m.heap = { after: heapAfter / 2 ** 20, after2: heapAfter2 / 2 ** 20 };
       }
     });
 
@@ -264,7 +269,7 @@ function report(results: Measured[], idleNode: { js: number; ts: number }) {
   );
   if (base!.trouble.length) details.push(`direct: not 2xx: ${base!.trouble.join('; ')}.`);
   const raw = Object.fromEntries(results.map((m) => [m.target.name, { ...summarize(m), rss: m.rss, sent: m.sent, broken: m.broken, streamFailures: m.streamFailures, notes: m.notes }]));
-  return { rows, details, raw: { gateway: { targets: raw, idleNode } } };
+  return { rows: rows.map((r) => ({ id: '5', ...r })), details, raw: { gateway: { targets: raw, idleNode } } };
 }
 
 /** Flat: at most this much more RSS after the second MEMORY_REQUESTS than after the first. */
@@ -307,7 +312,7 @@ function targetRows(results: Measured[]): Row[] {
       benchmark: 'gateway RSS flat after 100,000 requests',
       measured: `${mib(gateway.rss.after)} MiB after ${fmt(gateway.rss.afterRequests / 1000)}k, ${mib(gateway.rss.after2)} MiB after ${fmt(gateway.rss.after2Requests / 1000)}k`,
       baseline: `idle ${mib(gateway.rss.idle)} MiB`,
-      result: `${growth >= 0 ? '+' : ''}${fmt(growth, 1)} MiB over the second 100k`,
+      result: `${growth >= 0 ? '+' : ''}${fmt(growth, 1)} MiB over the second 100k${gateway.heap ? `; live heap after GC ${fmt(gateway.heap.after, 1)} then ${fmt(gateway.heap.after2, 1)} MiB` : ''}`,
       target: `<= +${FLAT_MIB} MiB`,
       pass: growth <= FLAT_MIB,
       verdict: growth <= FLAT_MIB ? 'PASS' : 'FAIL',

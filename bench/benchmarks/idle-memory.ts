@@ -23,6 +23,7 @@ export async function idleMemory(idleNodeTsMiB: number): Promise<{ rows: Row[]; 
     const mib = rssBytes / 2 ** 20;
     raw[entry] = mib;
     rows.push({
+      id: '6',
       benchmark: `idle RSS, ${name}`,
       measured: `${fmt(mib, 0)} MiB`,
       baseline: `idle Node (TypeScript) ${fmt(idleNodeTsMiB, 0)} MiB`,

@@ -28,6 +28,8 @@ export interface RunningTarget {
   stop(): Promise<void>;
   /** Anything the target reported that a reader should know (errors it logged), or undefined. */
   note?(): string | undefined;
+  /** The live JS heap after a full GC, in bytes, where the target can tell (a growing one is a leak; RSS alone cannot tell). */
+  heapAfterGc?(): Promise<number>;
 }
 
 export interface Target {
@@ -84,7 +86,8 @@ export const GATEWAY: Target = {
     const server = await startServer<{ url: string; apiKey: string; model: string }>(
       'gateway',
       new URL('../servers/gateway-server.ts', import.meta.url),
-      { UPSTREAM_URL: upstream.url },
+      // --expose-gc lets the server answer the heap after a full GC; nothing calls gc() but that question.
+      { UPSTREAM_URL: upstream.url, NODE_OPTIONS: '--expose-gc' },
     );
     return {
       url: `${server.info.url}/v1`,
@@ -92,6 +95,7 @@ export const GATEWAY: Target = {
       model: server.info.model,
       pid: server.pid,
       stop: () => server.stop(),
+      heapAfterGc: async () => (await server.ask<{ heapUsed: number }>('memory')).heapUsed,
     };
   },
 };

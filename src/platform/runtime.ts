@@ -145,7 +145,14 @@ export async function createServiceRuntime<DB, Deps>(options: ServiceRuntimeOpti
       },
       listen: (host, port) => app.listen({ host, port }),
       async close() {
-        await app.close();
+        // server.close() closes the connections idle at that moment; one whose last response (a long
+        // stream) ends later would be held open by keep-alive (72 s) and hold the shutdown with it.
+        const sweep = setInterval(() => app.server.closeIdleConnections(), 100);
+        try {
+          await app.close();
+        } finally {
+          clearInterval(sweep);
+        }
         await options.afterDrain?.(deps);
         await background.settled();
         await mailWorker.stop();

@@ -47,8 +47,13 @@ for (const kind of DB_KINDS) {
       }, 'the usage record of the aborted call');
     });
 
-    test('SIGTERM-style close: readiness fails, an in-flight stream finishes whole, its usage record is written, then the process may exit', async () => {
+    test('SIGTERM-style close: readiness fails, an in-flight stream finishes whole, its usage record is written, then the process may exit', async (t) => {
       const gw = await startLiveGateway(kind);
+      // Whatever fails below, the fake and the database go (the service closes itself in the test).
+      t.after(async () => {
+        await gw.fake.close();
+        await gw.db.drop();
+      });
       const tenant = await gw.tenant();
       gw.fake.setBehaviour({ chunkDelayMs: 40, chunks: 10, promptTokens: 11, completionTokens: 10 }, { requests: 1 });
       const { data: stream, response } = await tenant.openai.chat.completions
@@ -61,7 +66,9 @@ for (const kind of DB_KINDS) {
       let text = '';
       for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
       assert.equal(text, 'echo: a b c d e f g h i j', 'the stream was drained, not cut');
-      await closing;
+      // The client keeps its connection alive; shutdown must not wait out the keep-alive timeout (72 s).
+      const late = new Promise<'late'>((resolve) => setTimeout(resolve, 10_000, 'late').unref());
+      assert.notEqual(await Promise.race([closing, late]), 'late', 'close() finished soon after the last stream');
       // The service is closed; its database holds the record.
       const { db } = await openDatabase<GatewayTables>({ url: gw.db.url, sqlitePath: `${gw.db.dataDir}/gateway.sqlite` });
       try {
@@ -71,8 +78,6 @@ for (const kind of DB_KINDS) {
         assert.deepEqual([row.prompt_tokens, row.completion_tokens, row.status], [11, 10, 200]);
       } finally {
         await closeDatabase(db);
-        await gw.fake.close();
-        await gw.db.drop();
       }
     });
 
