@@ -1,4 +1,5 @@
-import { hash, randomUUID, timingSafeEqual } from 'node:crypto';
+import { hash, timingSafeEqual } from 'node:crypto';
+import { uuidV7 } from './crypto.ts';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
@@ -61,7 +62,8 @@ export async function createHttpApp(options: AppOptions): Promise<App> {
     bodyLimit: options.bodyLimit,
     trustProxy: fastifyTrustProxy(options.trustProxy),
     requestIdHeader: 'x-request-id',
-    genReqId: () => randomUUID(),
+    // Time-ordered (UUIDv7): the gateway keys its usage records by request id.
+    genReqId: () => uuidV7(),
     ajv: { customOptions: { coerceTypes: false, allErrors: false } },
     return503OnClosing: true,
   }).withTypeProvider<TypeBoxTypeProvider>();

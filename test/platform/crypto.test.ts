@@ -89,3 +89,20 @@ describe('encrypt / decrypt (AES-256-GCM)', () => {
     assert.throws(() => decrypt(key, encrypt(key, 'secret'), 'client:a'));
   });
 });
+
+describe('uuidV7', () => {
+  test('RFC 9562 layout: version 7, variant 10, the time in the first 48 bits', async () => {
+    const { uuidV7 } = await import('../../src/platform/crypto.ts');
+    const now = Date.UTC(2026, 10, 23, 12, 0, 0);
+    const id = uuidV7(now);
+    assert.match(id, /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    assert.equal(Number.parseInt(id.replaceAll('-', '').slice(0, 12), 16), now);
+  });
+
+  test('later ids sort later; ids of the same millisecond differ', async () => {
+    const { uuidV7 } = await import('../../src/platform/crypto.ts');
+    const ids = Array.from({ length: 5000 }, (_, i) => uuidV7(1_800_000_000_000 + Math.floor(i / 10)));
+    assert.equal(new Set(ids).size, ids.length);
+    for (let i = 10; i < ids.length; i += 10) assert.ok(ids[i - 1]! < ids[i]!, 'a later millisecond sorts after');
+  });
+});

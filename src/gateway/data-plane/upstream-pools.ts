@@ -19,6 +19,8 @@ export interface PoolSettings {
 export class UpstreamPools {
   readonly #pools = new Map<string, Pool>();
   readonly #settings: PoolSettings;
+  #lastOrigin: string | undefined;
+  #lastPool: Pool | undefined;
 
   constructor(settings: PoolSettings) {
     this.#settings = settings;
@@ -26,8 +28,12 @@ export class UpstreamPools {
 
   get(baseUrl: URL): Pool {
     const origin = baseUrl.origin;
+    // The common case, the same origin as the call before: already the most recently used.
+    if (origin === this.#lastOrigin && this.#lastPool) return this.#lastPool;
     const pool = this.#pools.get(origin);
     if (pool) {
+      this.#lastOrigin = origin;
+      this.#lastPool = pool;
       // Most recently used last, so the first key is the one to close.
       this.#pools.delete(origin);
       this.#pools.set(origin, pool);
@@ -36,6 +42,7 @@ export class UpstreamPools {
     if (this.#pools.size >= (this.#settings.maxPools ?? 256)) {
       const [oldest, evicted] = this.#pools.entries().next().value as [string, Pool];
       this.#pools.delete(oldest);
+      if (evicted === this.#lastPool) this.#lastPool = undefined;
       void evicted.close();
     }
     const created = new Pool(origin, {
@@ -45,11 +52,14 @@ export class UpstreamPools {
       pipelining: 1,
     });
     this.#pools.set(origin, created);
+    this.#lastOrigin = origin;
+    this.#lastPool = created;
     return created;
   }
 
   async close(): Promise<void> {
     await Promise.all([...this.#pools.values()].map((pool) => pool.close()));
     this.#pools.clear();
+    this.#lastPool = undefined;
   }
 }
