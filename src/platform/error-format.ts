@@ -31,6 +31,30 @@ export function useErrorFormat(scope: App, format: ErrorFormat, options: ErrorFo
   if (scope.prefix !== '') scope.setNotFoundHandler(notFoundHandler(format));
 }
 
+/** What a page says about a failure of ours: never the error itself. */
+const SERVER_FAULT = 'Something went wrong on our side; try again later.';
+
+/**
+ * The error format of pages people read (verification, password reset,
+ * sign-in and consent pages): every refusal, the framework's included (a
+ * body over the limit, too many form fields, a wrong content type), is a
+ * page drawn by `page`; a 5xx gets a generic sentence, never the error's.
+ * `keepApiProblems`: problems thrown as HttpProblem (an X-Api-Key gate in
+ * front of the pages) keep the API's documented problem+json.
+ */
+export function usePageErrors(
+  scope: App,
+  page: (reply: FastifyReply, status: number, message: string) => FastifyReply,
+  options: { keepApiProblems?: boolean } = {},
+): void {
+  scope.setErrorHandler(function sendPageError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+    if (options.keepApiProblems && error instanceof HttpProblem) return sendProblem(request, reply, error);
+    const problem = toProblem(error, request);
+    logRefusal(request, problem);
+    return page(reply, problem.status, problem.status >= 500 ? SERVER_FAULT : problem.message);
+  });
+}
+
 export function errorHandler(format: ErrorFormat, options: ErrorFormatOptions = {}) {
   const send = SENDERS[format];
   return function sendError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {

@@ -10,7 +10,7 @@ import { HttpProblem } from './errors.ts';
 import type { Metrics } from './metrics.ts';
 import { fastifyTrustProxy, type TrustProxy } from './trust-proxy.ts';
 
-export { sendProblem, useErrorFormat, type ErrorFormat } from './error-format.ts';
+export { sendProblem, useErrorFormat, usePageErrors, type ErrorFormat } from './error-format.ts';
 export { toProblem } from './problem-mapping.ts';
 
 export type App = FastifyInstance<

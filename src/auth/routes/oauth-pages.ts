@@ -1,7 +1,7 @@
 import cookie from '@fastify/cookie';
-import type { FastifyError, FastifyReply } from 'fastify';
+import type { FastifyReply } from 'fastify';
 import { HttpProblem } from '../../platform/errors.ts';
-import { type App, sendProblem, toProblem } from '../../platform/http.ts';
+import { type App, usePageErrors } from '../../platform/http.ts';
 import { login } from '../login.ts';
 import { AuthorizePageError, AuthorizeRedirectError, checkAuthorizationRequest, errorRedirect, type PendingRequest } from '../oauth/authorize.ts';
 import { BrowserSession, CsrfError } from '../oauth/browser-session.ts';
@@ -24,13 +24,7 @@ export async function oauthPages(app: App, deps: OAuthDeps): Promise<void> {
   // People read these answers, not programs: errors the framework raises before a handler runs
   // (a body over the size or field limit, a wrong content type) are pages too, in this scope only.
   // Our own problems (the X-Api-Key hook of the edge deployment) keep their documented problem+json.
-  app.setErrorHandler((error: FastifyError, request, reply) => {
-    if (error instanceof HttpProblem) return sendProblem(request, reply, error);
-    const problem = toProblem(error);
-    if (problem.status >= 500) request.log.error({ err: problem.cause ?? problem }, 'page failed');
-    else request.log.info({ code: problem.code, status: problem.status }, 'page request refused');
-    return errorPage(reply, problem.status, problem.message);
-  });
+  usePageErrors(app, (reply, status, message) => errorPage(reply, status, message), { keepApiProblems: true });
   const session = new BrowserSession(deps);
   const pageUrl = (path: string, r: PendingRequest) => `${deps.issuer}${path}?request=${encodeURIComponent(r.id)}`;
 

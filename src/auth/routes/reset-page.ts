@@ -1,9 +1,9 @@
-import type { FastifyError, FastifyReply } from 'fastify';
+import type { FastifyReply } from 'fastify';
 import { Type } from 'typebox';
 import { HttpProblem } from '../../platform/errors.ts';
 import { acceptFormBodies } from '../../platform/form.ts';
 import { escapeHtml, sendPage } from '../../platform/html.ts';
-import { type App, toProblem } from '../../platform/http.ts';
+import { type App, usePageErrors } from '../../platform/http.ts';
 import type { AuthDeps } from '../deps.ts';
 import { resetPassword } from '../password-reset.ts';
 import { PASSWORD_MAX, PASSWORD_MIN } from '../passwords.ts';
@@ -25,13 +25,9 @@ const FIELD_MAX = 2 * PASSWORD_MAX;
  */
 export async function resetPageRoutes(app: App, deps: AuthDeps): Promise<void> {
   acceptFormBodies(app);
-  app.setErrorHandler((error: FastifyError, request, reply) => {
-    const problem = toProblem(error);
-    if (problem.status >= 500) request.log.error({ err: problem.cause ?? problem, code: problem.code }, 'reset page failed');
-    else request.log.info({ code: problem.code, status: problem.status }, 'reset page refused');
-    const message =
-      problem.status >= 500 ? 'Something went wrong on our side; try again later.' : 'The request could not be read; open the link again.';
-    return sendPage(reply, problem.status, 'Reset password', `<h1>Reset your password</h1><p class="error">${escapeHtml(message)}</p>`);
+  usePageErrors(app, (reply, status, message) => {
+    const text = status >= 500 ? message : 'The request could not be read; open the link again.';
+    return sendPage(reply, status, 'Reset password', `<h1>Reset your password</h1><p class="error">${escapeHtml(text)}</p>`);
   });
 
   app.get(

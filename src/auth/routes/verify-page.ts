@@ -1,9 +1,9 @@
-import type { FastifyError } from 'fastify';
+
 import { Type } from 'typebox';
 import { HttpProblem } from '../../platform/errors.ts';
 import { acceptFormBodies } from '../../platform/form.ts';
 import { escapeHtml, sendPage } from '../../platform/html.ts';
-import { type App, sendProblem, toProblem } from '../../platform/http.ts';
+import { type App, usePageErrors } from '../../platform/http.ts';
 import { verifyEmail } from '../accounts.ts';
 import type { AuthDeps } from '../deps.ts';
 
@@ -16,13 +16,9 @@ import type { AuthDeps } from '../deps.ts';
 export async function verifyPageRoutes(app: App, deps: AuthDeps): Promise<void> {
   acceptFormBodies(app);
   // A browser page answers a malformed request (too many form fields, an oversized token) with a page, not JSON.
-  app.setErrorHandler((error: FastifyError, request, reply) => {
-    const problem = toProblem(error);
-    if (problem.status >= 500) return sendProblem(request, reply, problem);
-    request.log.info({ code: problem.code, status: problem.status }, 'request refused');
-    const body = `<h1>This request cannot be used</h1><p class="error">${escapeHtml(problem.message)}</p>`;
-    return sendPage(reply, problem.status, 'Request not valid', body);
-  });
+  usePageErrors(app, (reply, status, message) =>
+    sendPage(reply, status, 'Request not valid', `<h1>This request cannot be used</h1><p class="error">${escapeHtml(message)}</p>`),
+  );
 
   const Token = Type.Object({ token: Type.Optional(Type.String({ maxLength: 256 })) });
 

@@ -1,9 +1,9 @@
-import type { FastifyError } from 'fastify';
+
 import { Type } from 'typebox';
 import { HttpProblem } from '../../platform/errors.ts';
 import { acceptFormBodies } from '../../platform/form.ts';
 import { escapeHtml, sendPage } from '../../platform/html.ts';
-import { type App, sendProblem, toProblem } from '../../platform/http.ts';
+import { type App, usePageErrors } from '../../platform/http.ts';
 import type { GatewayDeps } from '../deps.ts';
 import { verifyMagicLink } from '../magic-links.ts';
 
@@ -16,12 +16,9 @@ import { verifyMagicLink } from '../magic-links.ts';
 export async function magicLinkPageRoutes(app: App, deps: GatewayDeps): Promise<void> {
   acceptFormBodies(app);
   // A browser page answers a malformed request with a page, not JSON.
-  app.setErrorHandler((error: FastifyError, request, reply) => {
-    const problem = toProblem(error);
-    if (problem.status >= 500) return sendProblem(request, reply, problem);
-    request.log.info({ code: problem.code, status: problem.status }, 'request refused');
-    return sendPage(reply, problem.status, 'Request not valid', `<h1>This request cannot be used</h1><p class="error">${escapeHtml(problem.message)}</p>`);
-  });
+  usePageErrors(app, (reply, status, message) =>
+    sendPage(reply, status, 'Request not valid', `<h1>This request cannot be used</h1><p class="error">${escapeHtml(message)}</p>`),
+  );
 
   const Token = Type.Object({ token: Type.Optional(Type.String({ maxLength: 256 })) });
 
