@@ -1,10 +1,9 @@
-import type { HttpProblem } from '../../../platform/errors.ts';
+
 import { upstreamInvalid } from '../../openai-errors.ts';
-import { errorEvent } from '../error-event.ts';
+import { RelayedStream } from '../relayed-stream.ts';
 import { isObject, type JsonObject, parseObject } from '../json.ts';
-import { SSE_DONE, SseParser } from '../sse.ts';
-import type { CallContext, ChatStream, StreamOptions, TokenUsage } from '../types.ts';
-import { upstreamStreamIncomplete } from '../upstream-errors.ts';
+import { SSE_DONE } from '../sse.ts';
+import type { CallContext, StreamOptions, } from '../types.ts';
 import { embeddedError } from './errors.ts';
 import { finishReason } from './response.ts';
 import { anthropicUsage, openAiUsageObject } from './usage.ts';
@@ -27,78 +26,31 @@ import { anthropicUsage, openAiUsageObject } from './usage.ts';
  * Chunks are written from a prefix built once per stream, so a text delta
  * costs one JSON.stringify of its text.
  */
-export class AnthropicStream implements ChatStream {
-  readonly #provider: string;
+export class AnthropicStream extends RelayedStream {
   readonly #ctx: CallContext;
   readonly #options: StreamOptions;
-  readonly #parser = new SseParser();
-  #out = '';
-  #finished = false;
   #started = false;
   #prefix = '';
   #rawUsage: JsonObject = {};
-  #usage: TokenUsage | undefined;
-  #model: string | undefined;
-  #error: HttpProblem | undefined;
   /** Anthropic content-block index -> OpenAI tool_calls index. */
   readonly #toolIndex = new Map<number, number>();
 
   constructor(provider: string, ctx: CallContext, options: StreamOptions) {
-    this.#provider = provider;
+    super(provider);
     this.#ctx = ctx;
     this.#options = options;
   }
 
-  get usage(): TokenUsage | undefined {
-    return this.#usage;
-  }
-  get model(): string | undefined {
-    return this.#model;
-  }
-  get error(): HttpProblem | undefined {
-    return this.#error;
-  }
-
-  push(chunk: Buffer): string {
-    if (this.#finished) return '';
-    this.#parser.push(chunk, this.#onEvent);
-    return this.#take();
-  }
-
-  end(): string {
-    if (!this.#finished) this.#parser.end(this.#onEvent);
-    if (!this.#finished) this.#stop(upstreamStreamIncomplete(this.#provider));
-    return this.#take();
-  }
-
-  fail(error: HttpProblem): string {
-    if (this.#finished) return '';
-    this.#stop(error);
-    return this.#take();
-  }
-
-  #take(): string {
-    const out = this.#out;
-    this.#out = '';
-    return out;
-  }
-
-  #stop(error: HttpProblem): void {
-    this.#error = error;
-    this.#finished = true;
-    this.#out += errorEvent(error);
-  }
-
-  readonly #onEvent = (_event: string, data: string): void => {
-    if (this.#finished) return;
+  protected readonly onEvent = (_event: string, data: string): void => {
+    if (this.finished) return;
     const parsed = parseObject(data);
     const type = parsed?.['type'];
     if (parsed === undefined || typeof type !== 'string') {
-      this.#stop(upstreamInvalid(this.#provider));
+      this.stop(upstreamInvalid(this.provider));
       return;
     }
     if (type === 'error') {
-      this.#stop(embeddedError(this.#provider, parsed));
+      this.stop(embeddedError(this.provider, parsed));
       return;
     }
     if (type === 'message_start') {
@@ -107,7 +59,7 @@ export class AnthropicStream implements ChatStream {
     }
     if (type === 'ping' || (!type.startsWith('message_') && !type.startsWith('content_block_'))) return;
     if (!this.#started) {
-      this.#stop(upstreamInvalid(this.#provider));
+      this.stop(upstreamInvalid(this.provider));
       return;
     }
     if (type === 'content_block_start') this.#blockStart(parsed['index'], parsed['content_block']);
@@ -118,14 +70,14 @@ export class AnthropicStream implements ChatStream {
 
   #start(message: unknown): void {
     if (!isObject(message)) {
-      this.#stop(upstreamInvalid(this.#provider));
+      this.stop(upstreamInvalid(this.provider));
       return;
     }
     this.#started = true;
-    if (typeof message['model'] === 'string') this.#model = message['model'];
+    if (typeof message['model'] === 'string') this.reportedModel = message['model'];
     this.#prefix =
       `{"id":${JSON.stringify(`chatcmpl-${this.#ctx.requestId}`)},"object":"chat.completion.chunk",` +
-      `"created":${this.#ctx.created},"model":${JSON.stringify(this.#model ?? this.#ctx.model)},"choices":[{"index":0,"delta":`;
+      `"created":${this.#ctx.created},"model":${JSON.stringify(this.reportedModel ?? this.#ctx.model)},"choices":[{"index":0,"delta":`;
     this.#addUsage(message['usage']);
     this.#chunk('{"role":"assistant","content":""}', 'null');
   }
@@ -162,22 +114,22 @@ export class AnthropicStream implements ChatStream {
   }
 
   #messageStop(): void {
-    if (this.#options.includeUsage && this.#usage !== undefined) {
-      const usage = openAiUsageObject(this.#usage);
-      const cost = this.#options.cost(this.#usage);
+    if (this.#options.includeUsage && this.reportedUsage !== undefined) {
+      const usage = openAiUsageObject(this.reportedUsage);
+      const cost = this.#options.cost(this.reportedUsage);
       if (cost !== undefined) usage['cost'] = cost;
       const chunk = {
         id: `chatcmpl-${this.#ctx.requestId}`,
         object: 'chat.completion.chunk',
         created: this.#ctx.created,
-        model: this.#model ?? this.#ctx.model,
+        model: this.reportedModel ?? this.#ctx.model,
         choices: [],
         usage,
       };
-      this.#out += `data: ${JSON.stringify(chunk)}\n\n`;
+      this.out += `data: ${JSON.stringify(chunk)}\n\n`;
     }
-    this.#finished = true;
-    this.#out += SSE_DONE;
+    this.finished = true;
+    this.out += SSE_DONE;
   }
 
   /** Merges the counts a usage object reports (null or absent fields keep the earlier value). */
@@ -186,11 +138,11 @@ export class AnthropicStream implements ChatStream {
     for (const key of ['input_tokens', 'output_tokens', 'cache_read_input_tokens', 'cache_creation_input_tokens']) {
       if (typeof usage[key] === 'number') this.#rawUsage[key] = usage[key];
     }
-    this.#usage = anthropicUsage(this.#rawUsage);
+    this.reportedUsage = anthropicUsage(this.#rawUsage);
   }
 
   /** One chat.completion.chunk event; `finish` is JSON (null or a quoted reason). */
   #chunk(delta: string, finish: string): void {
-    this.#out += `data: ${this.#prefix}${delta},"logprobs":null,"finish_reason":${finish}}]}\n\n`;
+    this.out += `data: ${this.#prefix}${delta},"logprobs":null,"finish_reason":${finish}}]}\n\n`;
   }
 }

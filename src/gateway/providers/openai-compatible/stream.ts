@@ -1,10 +1,10 @@
-import type { HttpProblem } from '../../../platform/errors.ts';
+
 import { upstreamInvalid } from '../../openai-errors.ts';
-import { errorEvent } from '../error-event.ts';
+import { RelayedStream } from '../relayed-stream.ts';
 import { isObject, parseObject } from '../json.ts';
-import { SSE_DONE, SseParser, sseEvent } from '../sse.ts';
-import type { ChatStream, StreamOptions, TokenUsage } from '../types.ts';
-import { upstreamHttpError, upstreamStreamIncomplete } from '../upstream-errors.ts';
+import { SSE_DONE, sseEvent } from '../sse.ts';
+import type { StreamOptions, } from '../types.ts';
+import { upstreamHttpError, } from '../upstream-errors.ts';
 import { openAiErrorFields } from './errors.ts';
 import { errorStatus } from './response.ts';
 import { openAiUsage } from './usage.ts';
@@ -25,107 +25,60 @@ import { openAiUsage } from './usage.ts';
  * Each chunk is parsed once (about a microsecond for a chunk of a few hundred
  * bytes); what is written on is the upstream's own text.
  */
-export class OpenAiCompatibleStream implements ChatStream {
-  readonly #provider: string;
+export class OpenAiCompatibleStream extends RelayedStream {
   readonly #options: StreamOptions;
-  readonly #parser = new SseParser();
-  #out = '';
-  #finished = false;
-  #usage: TokenUsage | undefined;
-  #model: string | undefined;
-  #error: HttpProblem | undefined;
   #sawChunk = false;
 
   constructor(provider: string, options: StreamOptions) {
-    this.#provider = provider;
+    super(provider);
     this.#options = options;
   }
 
-  get usage(): TokenUsage | undefined {
-    return this.#usage;
-  }
-  get model(): string | undefined {
-    return this.#model;
-  }
-  get error(): HttpProblem | undefined {
-    return this.#error;
-  }
-
-  push(chunk: Buffer): string {
-    if (this.#finished) return '';
-    this.#parser.push(chunk, this.#onEvent);
-    return this.#take();
-  }
-
-  end(): string {
-    if (!this.#finished) this.#parser.end(this.#onEvent);
-    if (!this.#finished) this.#stop(upstreamStreamIncomplete(this.#provider));
-    return this.#take();
-  }
-
-  fail(error: HttpProblem): string {
-    if (this.#finished) return '';
-    this.#stop(error);
-    return this.#take();
-  }
-
-  #take(): string {
-    const out = this.#out;
-    this.#out = '';
-    return out;
-  }
-
-  #stop(error: HttpProblem): void {
-    this.#error = error;
-    this.#finished = true;
-    this.#out += errorEvent(error);
-  }
-
-  readonly #onEvent = (event: string, data: string): void => {
+  protected readonly onEvent = (event: string, data: string): void => {
     // Chunks are unnamed events; empty data and other names (pings some servers send) are not chunks.
-    if (this.#finished || data === '' || (event !== 'message' && event !== 'error')) return;
+    if (this.finished || data === '' || (event !== 'message' && event !== 'error')) return;
     if (data === '[DONE]') {
-      this.#finished = true;
-      this.#out += SSE_DONE;
+      this.finished = true;
+      this.out += SSE_DONE;
       return;
     }
     // Every chunk is parsed once: a chunk that is not a JSON object (a truncated or garbled
     // event) ends the stream with an error rather than reaching the client's JSON parser.
     const parsed = data.charCodeAt(0) === 123 /* { */ ? parseObject(data) : undefined;
     if (parsed === undefined) {
-      this.#stop(upstreamInvalid(this.#provider));
+      this.stop(upstreamInvalid(this.provider));
       return;
     }
     if (event === 'error' || parsed['error'] !== undefined) {
       const inner = isObject(parsed['error']) ? parsed['error'] : {};
-      this.#stop(upstreamHttpError(this.#provider, errorStatus(inner, 502), openAiErrorFields(parsed), {}));
+      this.stop(upstreamHttpError(this.provider, errorStatus(inner, 502), openAiErrorFields(parsed), {}));
       return;
     }
     if (!this.#sawChunk) {
       this.#sawChunk = true;
-      if (typeof parsed['model'] === 'string') this.#model = parsed['model'];
+      if (typeof parsed['model'] === 'string') this.reportedModel = parsed['model'];
     }
     if (isObject(parsed['usage']) || isObject(parsed['x_groq'])) this.#usageChunk(data, parsed);
-    else this.#out += sseEvent(data);
+    else this.out += sseEvent(data);
   };
 
   /** A chunk with a `usage` object: recorded; forwarded, dropped or given its cost as the client asked. */
   #usageChunk(data: string, parsed: Record<string, unknown>): void {
     const usage = isObject(parsed['usage']) ? parsed['usage'] : undefined;
     const xGroq = parsed['x_groq'];
-    this.#usage = openAiUsage(usage ?? (isObject(xGroq) ? xGroq['usage'] : undefined)) ?? this.#usage;
+    this.reportedUsage = openAiUsage(usage ?? (isObject(xGroq) ? xGroq['usage'] : undefined)) ?? this.reportedUsage;
     const choices = parsed['choices'];
     const usageOnly = Array.isArray(choices) && choices.length === 0;
     if (!this.#options.includeUsage) {
-      if (!usageOnly) this.#out += sseEvent(data);
+      if (!usageOnly) this.out += sseEvent(data);
       return;
     }
-    const cost = usage !== undefined && this.#usage !== undefined ? this.#options.cost(this.#usage) : undefined;
+    const cost = usage !== undefined && this.reportedUsage !== undefined ? this.#options.cost(this.reportedUsage) : undefined;
     if (cost === undefined || usage === undefined) {
-      this.#out += sseEvent(data);
+      this.out += sseEvent(data);
       return;
     }
     usage['cost'] = cost;
-    this.#out += sseEvent(JSON.stringify(parsed));
+    this.out += sseEvent(JSON.stringify(parsed));
   }
 }

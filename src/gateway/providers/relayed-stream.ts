@@ -1,0 +1,72 @@
+import type { HttpProblem } from '../../platform/errors.ts';
+import { errorEvent } from './error-event.ts';
+import { SseParser } from './sse.ts';
+import type { ChatStream, TokenUsage } from './types.ts';
+import { upstreamStreamIncomplete } from './upstream-errors.ts';
+
+/**
+ * What every wire format's stream translator shares: the upstream SSE parsed
+ * incrementally, the output gathered per push, and one way to end: an error
+ * event in the OpenAI shape, once, after which input is ignored; a body that
+ * ends before its terminal event ends with `upstream_stream_incomplete`.
+ * A format implements `onEvent` (and calls `stop` or sets `finished`).
+ */
+export abstract class RelayedStream implements ChatStream {
+  protected readonly provider: string;
+  protected readonly parser = new SseParser();
+  /** What the next push, end or fail returns. */
+  protected out = '';
+  /** A terminal event ([DONE] or an error) was written: anything later is ignored. */
+  protected finished = false;
+  protected reportedUsage: TokenUsage | undefined;
+  protected reportedModel: string | undefined;
+  #error: HttpProblem | undefined;
+
+  constructor(provider: string) {
+    this.provider = provider;
+  }
+
+  get usage(): TokenUsage | undefined {
+    return this.reportedUsage;
+  }
+  get model(): string | undefined {
+    return this.reportedModel;
+  }
+  get error(): HttpProblem | undefined {
+    return this.#error;
+  }
+
+  push(chunk: Buffer): string {
+    if (this.finished) return '';
+    this.parser.push(chunk, this.onEvent);
+    return this.#take();
+  }
+
+  end(): string {
+    if (!this.finished) this.parser.end(this.onEvent);
+    if (!this.finished) this.stop(upstreamStreamIncomplete(this.provider));
+    return this.#take();
+  }
+
+  fail(error: HttpProblem): string {
+    if (this.finished) return '';
+    this.stop(error);
+    return this.#take();
+  }
+
+  /** Ends the output with the error's event. */
+  protected stop(error: HttpProblem): void {
+    this.#error = error;
+    this.finished = true;
+    this.out += errorEvent(error);
+  }
+
+  /** One upstream SSE event (name, data). */
+  protected abstract readonly onEvent: (event: string, data: string) => void;
+
+  #take(): string {
+    const out = this.out;
+    this.out = '';
+    return out;
+  }
+}
