@@ -37,6 +37,8 @@ export async function relayStream(
       if (text.length === 0) continue;
       keep(text);
       if (!out.write(text)) await once(out, 'drain', { signal: call.signal });
+      // The provider's error event ended the answer: stop reading (leaving the loop destroys the body).
+      if (stream.error) break;
     }
     tail = stream.end();
   } catch (err) {
