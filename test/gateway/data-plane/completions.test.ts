@@ -179,6 +179,35 @@ for (const kind of DB_KINDS) {
       assert.ok(sent.tools[0]?.input_schema);
     });
 
+    test('a tenant that turns body storage on finds prompt and answer in its request log, streams included; off again, nothing is kept', async () => {
+      const own = await gw.tenant({ providers: ['openai'] });
+      const on = await gw.api('/api/v1/tenant', { method: 'PATCH', token: own.session, body: { store_bodies: true } });
+      assert.equal(on.status, 200);
+      const { response } = await own.openai.chat.completions
+        .create({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'keep me' }] })
+        .withResponse();
+      const { data: stream, response: streamed } = await own.openai.chat.completions
+        .create({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'keep the stream' }], stream: true })
+        .withResponse();
+      for await (const _ of stream);
+      for (const [res, text] of [[response, 'keep me'], [streamed, 'keep the stream']] as const) {
+        const id = res.headers.get('x-gateway-request-id')!;
+        await usageRecord(gw, id);
+        const detail = await gw.api(`/api/v1/tenant/requests/${id}`, { token: own.session });
+        assert.equal(detail.status, 200);
+        assert.ok(String(detail.body.request_body).includes(text), 'the prompt is kept');
+        const kept = String(detail.body.response_body);
+        if (res === streamed) assert.ok(kept.includes('chat.completion.chunk') && kept.endsWith('data: [DONE]\n\n'), 'the stream is kept as sent');
+        else assert.equal(JSON.parse(kept).choices[0].message.content, `echo: ${text}`, 'the answer is kept');
+      }
+      await gw.api('/api/v1/tenant', { method: 'PATCH', token: own.session, body: { store_bodies: false } });
+      const { response: after } = await own.openai.chat.completions
+        .create({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'forget me' }] })
+        .withResponse();
+      const row = await usageRecord(gw, after.headers.get('x-gateway-request-id')!);
+      assert.deepEqual([row.request_body, row.response_body], [null, null], 'turned off: the very next call keeps nothing');
+    });
+
     test('GET /v1/models lists the catalog models of the providers the tenant has keys for', async () => {
       const only = await gw.tenant({ providers: ['anthropic'] });
       const list = await only.openai.models.list();
