@@ -1,12 +1,13 @@
 import { acceptFormBodies } from '../platform/form.ts';
 import { createHttpApp, requireApiKey, type App, useErrorFormat } from '../platform/http.ts';
+import { healthRoutes } from '../platform/health.ts';
 import { createRateLimiter } from '../platform/limits.ts';
 import type { AuthDeps } from './deps.ts';
+import { authMigrations } from './migrations.ts';
 import { ClientMetadataResolver } from './oauth/client-metadata.ts';
 import type { OAuthDeps } from './oauth/clients.ts';
 import { oauthErrorProblem } from './oauth/errors.ts';
 import { accountRoutes } from './routes/account.ts';
-import { healthRoutes } from './routes/health.ts';
 import { oauthEndpoints } from './routes/oauth-endpoints.ts';
 import { oauthPages } from './routes/oauth-pages.ts';
 import { passwordRoutes } from './routes/password.ts';
@@ -30,7 +31,7 @@ export async function buildAuthApp(deps: AuthDeps): Promise<App> {
     title: 'Account service',
     version: '0.1.0',
   });
-  await app.register(healthRoutes, { db: deps.db, metrics: deps.metrics });
+  await app.register(healthRoutes, { db: deps.db, migrations: authMigrations, metrics: deps.metrics });
   if (!deps.config.verifyUrl) await app.register(verifyPageRoutes, deps);
   if (!deps.config.resetUrl) await app.register(resetPageRoutes, deps);
   const oauth = oauthDeps(deps);

@@ -4,7 +4,7 @@ import pino from 'pino';
 import { UsageWriter } from '../../src/gateway/data-plane/usage-writer.ts';
 import type { UsageRecordRow } from '../../src/gateway/schema.ts';
 import { DB_KINDS } from '../helpers/env.ts';
-import { freshGatewayDb } from '../helpers/gateway-db.ts';
+import { startTestGateway, type TestGateway } from '../helpers/gateway.ts';
 
 const log = pino({ level: 'silent' });
 
@@ -42,9 +42,10 @@ function row(i: number, over: Partial<UsageRecordRow> = {}): UsageRecordRow {
 
 for (const kind of DB_KINDS) {
   describe(`usage writer (${kind})`, () => {
-    let g: Awaited<ReturnType<typeof freshGatewayDb>>;
+    let g: TestGateway & { db: TestGateway['deps']['db'] };
     before(async () => {
-      g = await freshGatewayDb(kind);
+      const started = await startTestGateway(kind);
+      g = Object.assign(started, { db: started.deps.db });
       await g.db.insertInto('tenants').values({ id: 't1', name: 'T', email: 't@example.com', store_bodies: 0, created_at: 0 }).execute();
       await g.db
         .insertInto('api_keys')

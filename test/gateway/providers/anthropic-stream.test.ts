@@ -3,7 +3,8 @@ import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import { HttpProblem } from '../../../src/platform/errors.ts';
 import { anthropicAdapter } from '../../../src/gateway/providers/anthropic/index.ts';
-import type { CallContext, ChatStream, StreamOptions } from '../../../src/gateway/providers/types.ts';
+import type { CallContext, StreamOptions } from '../../../src/gateway/providers/types.ts';
+import { cut, run } from '../../helpers/byte-cuts.ts';
 
 const adapter = anthropicAdapter('Anthropic', { anthropicDefaultMaxTokens: 4096 });
 const ctx: CallContext = {
@@ -49,24 +50,6 @@ const EXPECTED_CHUNKS = [
   chunk({ tool_calls: [{ index: 0, function: { arguments: ' "San Francisco, CA"}' } }] }),
   chunk({}, 'tool_calls'),
 ].join('');
-
-function run(stream: ChatStream, chunks: Buffer[]): string {
-  let out = '';
-  for (const piece of chunks) out += stream.push(piece);
-  return out + stream.end();
-}
-
-function cut(bytes: Buffer, offsets: number[]): Buffer[] {
-  const points = [...new Set(offsets)].sort((a, b) => a - b);
-  const parts: Buffer[] = [];
-  let from = 0;
-  for (const point of points) {
-    parts.push(bytes.subarray(from, point));
-    from = point;
-  }
-  parts.push(bytes.subarray(from));
-  return parts;
-}
 
 describe('Anthropic stream', () => {
   test('events become chat.completion.chunk deltas: role, text, tool call start and arguments, finish_reason, [DONE]', () => {

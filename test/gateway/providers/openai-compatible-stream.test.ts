@@ -3,7 +3,8 @@ import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import { HttpProblem } from '../../../src/platform/errors.ts';
 import { openAiCompatibleAdapter } from '../../../src/gateway/providers/openai-compatible/index.ts';
-import type { CallContext, ChatStream, StreamOptions, TokenUsage } from '../../../src/gateway/providers/types.ts';
+import type { CallContext, StreamOptions, TokenUsage } from '../../../src/gateway/providers/types.ts';
+import { cut, run } from '../../helpers/byte-cuts.ts';
 
 const adapter = openAiCompatibleAdapter({ name: 'OpenAI' });
 const ctx: CallContext = {
@@ -28,24 +29,6 @@ const USAGE: TokenUsage = { promptTokens: 19, cachedTokens: 3, cacheWriteTokens:
 
 const noUsage: StreamOptions = { includeUsage: false, cost: () => 0.5 };
 const withUsage: StreamOptions = { includeUsage: true, cost: (u) => u.promptTokens * 0.001 };
-
-function run(stream: ChatStream, chunks: Buffer[]): string {
-  let out = '';
-  for (const chunk of chunks) out += stream.push(chunk);
-  return out + stream.end();
-}
-
-function cut(bytes: Buffer, offsets: number[]): Buffer[] {
-  const points = [...new Set(offsets)].sort((a, b) => a - b);
-  const parts: Buffer[] = [];
-  let from = 0;
-  for (const point of points) {
-    parts.push(bytes.subarray(from, point));
-    from = point;
-  }
-  parts.push(bytes.subarray(from));
-  return parts;
-}
 
 describe('OpenAI-compatible stream', () => {
   test('chunks pass through unchanged; the usage-only chunk is dropped when the client did not ask', () => {

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import { SseParser, sseEvent, SSE_DONE } from '../../../src/gateway/providers/sse.ts';
+import { cut } from '../../helpers/byte-cuts.ts';
 
 /** Parses `chunks` (strings or Buffers) and returns [event, data] pairs in order. */
 function parse(...chunks: (string | Buffer)[]): [string, string][] {
@@ -11,19 +12,6 @@ function parse(...chunks: (string | Buffer)[]): [string, string][] {
   for (const chunk of chunks) parser.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk, listener);
   parser.end(listener);
   return events;
-}
-
-/** `bytes` cut at the given offsets. */
-function cut(bytes: Buffer, offsets: number[]): Buffer[] {
-  const points = [...new Set(offsets)].sort((a, b) => a - b);
-  const parts: Buffer[] = [];
-  let from = 0;
-  for (const point of points) {
-    parts.push(bytes.subarray(from, point));
-    from = point;
-  }
-  parts.push(bytes.subarray(from));
-  return parts;
 }
 
 describe('SSE parser (WHATWG HTML 9.2.6)', () => {
