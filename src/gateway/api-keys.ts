@@ -47,6 +47,7 @@ export async function insertApiKey(db: GatewayDb, now: number, tenantId: string,
     created_at: now,
     last_used_at: null,
     revoked_at: null,
+    limits: '{}',
   };
   await db.insertInto('api_keys').values(row).execute();
   return { ...toMetadata(row), key };

@@ -96,4 +96,25 @@ export const gatewayMigrations: Record<string, Migration> = {
         .execute();
     },
   },
+  /**
+   * The pipeline's stages (cache, dedup, routing, compaction, provider prompt
+   * caching, budgets): per-tenant settings and per-key limits as JSON
+   * documents (validated by the control plane, read through
+   * tenant-settings.ts), and what each stage did per call.
+   */
+  '0005_pipeline': {
+    async up(db) {
+      await db.schema.alterTable('tenants').addColumn('settings', 'text', (c) => c.notNull().defaultTo('{}')).execute();
+      await db.schema.alterTable('api_keys').addColumn('limits', 'text', (c) => c.notNull().defaultTo('{}')).execute();
+      const usage = [
+        ['route_reason', 'text'],
+        ['attempts', 'text'],
+      ] as const;
+      for (const [name, type] of usage) await db.schema.alterTable('usage_records').addColumn(name, type).execute();
+      for (const name of ['saved_cache_usd', 'saved_compaction_usd', 'saved_routing_usd', 'saved_prompt_cache_usd']) {
+        await db.schema.alterTable('usage_records').addColumn(name, 'double precision', (c) => c.notNull().defaultTo(0)).execute();
+      }
+      await db.schema.alterTable('usage_records').addColumn('compaction_saved_tokens', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+    },
+  },
 };

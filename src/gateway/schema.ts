@@ -15,6 +15,8 @@ export interface GatewayTables {
     email: string;
     /** 1: prompt and completion bodies are kept in usage_records (off by default). */
     store_bodies: number;
+    /** JSON: the tenant's pipeline settings (tenant-settings.ts), `{}` for every default. */
+    settings: string;
     created_at: number;
   };
   /** Control-plane sessions (`gws_` bearer tokens). */
@@ -42,6 +44,8 @@ export interface GatewayTables {
     created_at: number;
     last_used_at: number | null;
     revoked_at: number | null;
+    /** JSON: this key's own limits (requests per minute, tokens per day, USD per month), `{}` for none. */
+    limits: string;
   };
   /**
    * One key per provider per tenant. `key_sealed` is AES-256-GCM
@@ -84,7 +88,22 @@ export interface UsageRecordRow {
   reasoning_tokens: number;
   saved_tokens: number;
   cost_usd: number;
+  /** The sum of the four saved_*_usd below. */
   cost_saved_usd: number;
+  /** A cache hit or a dedup: the whole cost of the answer reused. */
+  saved_cache_usd: number;
+  /** Prompt tokens compaction removed, at the answering model's input price. */
+  saved_compaction_usd: number;
+  /** The requested (or routing's baseline) model's cost of this usage minus the cost of the model that answered. */
+  saved_routing_usd: number;
+  /** Provider prompt-cache reads at the cached price instead of the input price, less the premium paid for writes. */
+  saved_prompt_cache_usd: number;
+  /** Prompt tokens removed by compaction (within saved_tokens). */
+  compaction_saved_tokens: number;
+  /** Why routing chose the model (X-Gateway-Route-Reason); null when the named model was called. */
+  route_reason: string | null;
+  /** JSON array of the upstream attempts ({model, status, error_code, ms}); null when there was at most one. */
+  attempts: string | null;
   /** miss | hit | dedup | bypass */
   cache_status: string;
   /** none, or what compaction did */

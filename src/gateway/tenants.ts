@@ -7,6 +7,7 @@ import { insertApiKey } from './api-keys.ts';
 import type { GatewayDeps } from './deps.ts';
 import { createSession } from './gateway-sessions.ts';
 import type { GatewayTables } from './schema.ts';
+import { mergeTenantSettings, parseTenantSettings, type TenantSettings, type TenantSettingsPatch } from './tenant-settings.ts';
 
 /**
  * Tenants (workspaces). Table `tenants`: one per owner address; `store_bodies`
@@ -17,13 +18,15 @@ export interface Tenant {
   name: string;
   email: string;
   store_bodies: boolean;
+  /** The pipeline settings (tenant-settings.ts); `{}`: every default. */
+  settings: TenantSettings;
   created_at: string;
 }
 
 type TenantRow = GatewayTables['tenants'];
 
 function toTenant(row: TenantRow): Tenant {
-  return { id: row.id, name: row.name, email: row.email, store_bodies: row.store_bodies === 1, created_at: new Date(row.created_at).toISOString() };
+  return { id: row.id, name: row.name, email: row.email, store_bodies: row.store_bodies === 1, settings: parseTenantSettings(row.settings), created_at: new Date(row.created_at).toISOString() };
 }
 
 export function requireEmail(input: string): string {
@@ -75,7 +78,7 @@ export async function signup(
   const tenantId = randomUUID();
   try {
     return await deps.db.transaction().execute(async (trx) => {
-      await trx.insertInto('tenants').values({ id: tenantId, name, email, store_bodies: 0, created_at: now }).execute();
+      await trx.insertInto('tenants').values({ id: tenantId, name, email, store_bodies: 0, settings: '{}', created_at: now }).execute();
       const key = await insertApiKey(trx, now, tenantId, 'default');
       const session = await createSession(trx, deps.clock, config.sessionTtlMs, tenantId);
       return { tenantId, apiKey: key.key, apiKeyId: key.id, sessionToken: session.token, sessionExpiresAt: session.expiresAt };
@@ -98,13 +101,20 @@ export async function getTenant(deps: Pick<GatewayDeps, 'db'>, tenantId: string)
 export async function updateTenant(
   deps: Pick<GatewayDeps, 'db' | 'tenantChanged'>,
   tenantId: string,
-  changes: { name?: string | undefined; storeBodies?: boolean | undefined },
+  changes: { name?: string | undefined; storeBodies?: boolean | undefined; settings?: TenantSettingsPatch | undefined },
 ): Promise<Tenant> {
   const set: Partial<TenantRow> = {};
   if (changes.name !== undefined) set.name = requireTenantName(changes.name);
   if (changes.storeBodies !== undefined) set.store_bodies = changes.storeBodies ? 1 : 0;
-  if (Object.keys(set).length > 0) await deps.db.updateTable('tenants').set(set).where('id', '=', tenantId).execute();
-  // The data plane caches store_bodies with the tenant's provider keys.
-  if (changes.storeBodies !== undefined) await deps.tenantChanged(tenantId);
+  const settingsChanged = changes.settings !== undefined && Object.keys(changes.settings).length > 0;
+  await deps.db.transaction().execute(async (trx) => {
+    if (settingsChanged) {
+      const row = await trx.selectFrom('tenants').select('settings').where('id', '=', tenantId).executeTakeFirst();
+      set.settings = JSON.stringify(mergeTenantSettings(parseTenantSettings(row?.settings ?? '{}'), changes.settings!));
+    }
+    if (Object.keys(set).length > 0) await trx.updateTable('tenants').set(set).where('id', '=', tenantId).execute();
+  });
+  // The data plane caches store_bodies and the settings with the tenant's provider keys.
+  if (changes.storeBodies !== undefined || settingsChanged) await deps.tenantChanged(tenantId);
   return getTenant(deps, tenantId);
 }

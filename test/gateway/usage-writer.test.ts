@@ -29,6 +29,13 @@ function row(i: number, over: Partial<UsageRecordRow> = {}): UsageRecordRow {
     saved_tokens: 0,
     cost_usd: 0.000001,
     cost_saved_usd: 0,
+    saved_cache_usd: 0,
+    saved_compaction_usd: 0,
+    saved_routing_usd: 0,
+    saved_prompt_cache_usd: 0,
+    compaction_saved_tokens: 0,
+    route_reason: null,
+    attempts: null,
     cache_status: 'bypass',
     compaction: 'none',
     overhead_ms: 0.5,
@@ -46,10 +53,10 @@ for (const kind of DB_KINDS) {
     before(async () => {
       const started = await startTestGateway(kind);
       g = Object.assign(started, { db: started.deps.db });
-      await g.db.insertInto('tenants').values({ id: 't1', name: 'T', email: 't@example.com', store_bodies: 0, created_at: 0 }).execute();
+      await g.db.insertInto('tenants').values({ id: 't1', name: 'T', email: 't@example.com', store_bodies: 0, settings: '{}', created_at: 0 }).execute();
       await g.db
         .insertInto('api_keys')
-        .values({ id: 'k1', tenant_id: 't1', name: 'k', key_hash: 'h', prefix: 'sk-gw-abc', created_at: 0, last_used_at: null, revoked_at: null })
+        .values({ id: 'k1', tenant_id: 't1', name: 'k', key_hash: 'h', prefix: 'sk-gw-abc', created_at: 0, last_used_at: null, revoked_at: null, limits: '{}' })
         .execute();
     });
     after(() => g.close());

@@ -62,6 +62,11 @@ export function createDataPlane(options: {
       idleTimeoutMs: config.upstream.idleTimeoutMs,
       maxResponseBytes: MAX_RESPONSE_BYTES,
     },
+    config,
+    clock,
+    log,
+    registry: options.registry,
+    redis: options.redis,
   });
   const routes: DataPlaneRouteDeps = {
     apiKeys: apiKeyStore({ db, clock, bus }),

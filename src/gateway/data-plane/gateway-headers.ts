@@ -1,5 +1,5 @@
 import { formatUsd } from '../catalog/cost.ts';
-import type { Call } from '../pipeline/call.ts';
+import { type Call, totalSaved } from '../pipeline/call.ts';
 
 /**
  * What the gateway did, on every answer (streams included: there they are
@@ -18,7 +18,11 @@ export function gatewayHeaders(call: Call): Record<string, string> {
     'x-gateway-tokens-saved': String(call.tokensSaved),
     'x-gateway-compaction': call.compaction,
     'x-gateway-cost': pending ? 'pending' : formatUsd(call.costUsd),
+    'x-gateway-cost-saved': pending && call.cacheStatus !== 'hit' ? 'pending' : formatUsd(totalSaved(call)),
     'x-gateway-overhead-ms': (call.overheadMs ?? performance.now() - call.startedAt - call.upstreamMs).toFixed(2),
+    ...(call.routeReason === undefined ? {} : { 'x-gateway-route-reason': call.routeReason }),
+    ...(call.cacheAgeS === undefined ? {} : { 'x-gateway-cache-age': String(call.cacheAgeS) }),
+    ...(call.attempts.length > 1 ? { 'x-gateway-attempts': String(call.attempts.length) } : {}),
   };
 }
 

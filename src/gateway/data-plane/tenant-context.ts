@@ -1,6 +1,7 @@
 import type { Clock } from '../../platform/clock.ts';
 import type { InvalidationBus } from '../invalidation.ts';
 import { loadProviderKeys } from '../provider-keys.ts';
+import { parseTenantSettings, type TenantSettings } from '../tenant-settings.ts';
 import type { GatewayDb } from '../schema.ts';
 import { LoadingCache } from './loading-cache.ts';
 
@@ -12,6 +13,8 @@ export interface TenantContext {
   /** The providers with a key: model resolution and /v1/models look only at these. */
   keyed: ReadonlySet<string>;
   storeBodies: boolean;
+  /** The tenant's pipeline settings as stored (unset fields: the gateway's defaults, applied by each stage). */
+  settings: TenantSettings;
 }
 
 /**
@@ -34,13 +37,13 @@ export function tenantContexts(options: {
     ttlMs: options.ttlMs ?? 60_000,
     maxEntries: options.maxEntries ?? 10_000,
     load: async (tenantId) => {
-      const tenant = await options.db.selectFrom('tenants').select(['store_bodies']).where('id', '=', tenantId).executeTakeFirst();
+      const tenant = await options.db.selectFrom('tenants').select(['store_bodies', 'settings']).where('id', '=', tenantId).executeTakeFirst();
       if (!tenant) return undefined;
       const providerKeys = await loadProviderKeys(options.db, options.encryptionKey, tenantId, (provider) =>
         options.onUnreadableKey(tenantId, provider),
       );
       const parsed = new Map([...providerKeys].map(([provider, key]) => [provider, { apiKey: key.apiKey, baseUrl: new URL(key.baseUrl) }]));
-      return { tenantId, providerKeys: parsed, keyed: new Set(parsed.keys()), storeBodies: tenant.store_bodies === 1 };
+      return { tenantId, providerKeys: parsed, keyed: new Set(parsed.keys()), storeBodies: tenant.store_bodies === 1, settings: parseTenantSettings(tenant.settings) };
     },
   });
   options.bus.subscribe((message) => {

@@ -149,7 +149,8 @@ const COLUMNS = [
   'request_id', 'tenant_id', 'key_id', 'session_id', 'tag', 'model_requested', 'model_used', 'provider', 'status',
   'error_code', 'stream', 'prompt_tokens', 'cached_tokens', 'cache_write_tokens', 'completion_tokens', 'reasoning_tokens',
   'saved_tokens', 'cost_usd', 'cost_saved_usd', 'cache_status', 'compaction', 'overhead_ms', 'upstream_ms', 'created_at',
-  'request_body', 'response_body',
+  'request_body', 'response_body', 'saved_cache_usd', 'saved_compaction_usd', 'saved_routing_usd', 'saved_prompt_cache_usd',
+  'compaction_saved_tokens', 'route_reason', 'attempts',
 ] as const satisfies readonly (keyof UsageRecordRow)[];
 
 /** The SQL of an insert of `size` rows, per dialect (the adapter object): built with Kysely once, then only bound. */

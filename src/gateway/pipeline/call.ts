@@ -8,6 +8,29 @@ import type { ChatRequest, ProviderAdapter, TokenUsage } from '../providers/type
 
 export type CacheStatus = 'miss' | 'hit' | 'dedup' | 'bypass';
 
+/** What each stage saved on this call, in USD (the usage record keeps each; their sum is X-Gateway-Cost-Saved). */
+export interface Savings {
+  /** A cache hit or a dedup: the whole cost of the reused answer. */
+  cache: number;
+  compaction: number;
+  routing: number;
+  promptCache: number;
+}
+
+/** One upstream attempt (retries and fallbacks add more). */
+export interface Attempt {
+  /** `provider/model`. */
+  model: string;
+  status: number;
+  errorCode: string | undefined;
+  ms: number;
+}
+
+export function totalSaved(call: Pick<Call, 'saved'>): number {
+  const s = call.saved;
+  return s.cache + s.compaction + s.routing + s.promptCache;
+}
+
 /** Where a call goes: chosen by routing (today: the model the client named). */
 export interface CallTarget {
   provider: ProviderInfo;
@@ -48,11 +71,26 @@ export interface Call {
   readonly openStream: () => void;
 
   target: CallTarget | undefined;
+  /**
+   * Where the call may go, in order: routing's choice first, then the
+   * fallbacks that fit the request (the upstream stage walks it). Empty until
+   * the routing stage ran.
+   */
+  targets: CallTarget[];
+  /** Why routing chose `target` (X-Gateway-Route-Reason); undefined when the named model was called as named. */
+  routeReason: string | undefined;
+  /** Every upstream attempt, in order (the last one answered, or failed the call). */
+  attempts: Attempt[];
   cacheStatus: CacheStatus;
-  /** What compaction did ("none" until the compaction stage exists). */
+  /** Age of the cache entry that answered, in seconds (hits only). */
+  cacheAgeS: number | undefined;
+  /** What compaction did: "none", or the strategies applied, comma-separated (X-Gateway-Compaction). */
   compaction: string;
+  /** Prompt tokens compaction removed from the request. */
+  compactionSavedTokens: number;
+  /** Tokens the call did not pay for: a hit's or dedup's prompt and completion tokens, plus what compaction removed. */
   tokensSaved: number;
-  costSavedUsd: number;
+  saved: Savings;
   usage: TokenUsage | undefined;
   /** USD; undefined when the model has no price in the catalog. */
   costUsd: number | undefined;

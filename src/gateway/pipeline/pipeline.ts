@@ -1,7 +1,17 @@
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import type { Clock } from '../../platform/clock.ts';
+import type { GatewayConfig } from '../config.ts';
 import type { UsageWriter } from '../data-plane/usage-writer.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import type { ProviderAdapter } from '../providers/types.ts';
 import { type Call, compose } from './call.ts';
+import { budgetStage } from './stages/budgets.ts';
+import { cacheStage } from './stages/cache.ts';
+import { compactionStage } from './stages/compaction.ts';
+import { dedupStage } from './stages/dedup.ts';
+import { promptCacheStage } from './stages/prompt-cache.ts';
 import { resolveModelStage } from './stages/resolve-model.ts';
 import { type UpstreamSettings, upstreamStage } from './stages/upstream.ts';
 import { usageStage } from './stages/usage.ts';
@@ -12,16 +22,37 @@ export interface PipelineDeps {
   /** By provider id. */
   adapters: ReadonlyMap<string, ProviderAdapter>;
   upstream: UpstreamSettings;
+  config: GatewayConfig;
+  clock: Clock;
+  log: Logger;
+  /** The service's metrics registry, for stages that keep their own metrics. */
+  registry: Registry;
+  /** Set when REDIS_URL is: what replicas share (cache, dedup, budgets, sticky routes, breakers). */
+  redis: Redis | undefined;
 }
 
 /**
  * The data plane, in order. Each stage wraps the ones after it:
  * 1. usage: records every call, failed ones included, and its metrics;
- * 2. routing: the model named, resolved to a provider, key and base URL;
- * 3. upstream: the provider call through its adapter, streamed or not.
- * Budgets, compaction, the response cache, in-flight dedup and provider
- * prompt caching take their places between 1 and 3 (next issue).
+ * 2. compaction: the prompt made smaller (X-Gateway-Compact), before anything keys on it;
+ * 3. routing: the model named (or chosen, for `auto`), resolved to a provider,
+ *    key and base URL, with the fallbacks that fit the request;
+ * 4. budgets: limits checked and the estimated cost reserved (settled after);
+ * 5. cache: an identical earlier answer replayed;
+ * 6. dedup: an identical call in flight joined;
+ * 7. prompt caching: the provider's prompt-cache hints placed;
+ * 8. upstream: the provider call through its adapter, streamed or not,
+ *    with retries and fallbacks along the targets.
  */
 export function buildPipeline(deps: PipelineDeps): (call: Call) => Promise<void> {
-  return compose([usageStage(deps.usage, deps.metrics), resolveModelStage(deps.adapters), upstreamStage(deps.upstream)]);
+  return compose([
+    usageStage(deps.usage, deps.metrics),
+    compactionStage(),
+    resolveModelStage(deps.adapters),
+    budgetStage(),
+    cacheStage(),
+    dedupStage(),
+    promptCacheStage(),
+    upstreamStage(deps.upstream),
+  ]);
 }

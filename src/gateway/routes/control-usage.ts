@@ -3,6 +3,7 @@ import { fieldProblem } from '../../platform/errors.ts';
 import type { App } from '../../platform/http.ts';
 import type { GatewayDeps } from '../deps.ts';
 import { getRequest, listRequests, MAX_PAGE } from '../request-log.ts';
+import { TenantSettings, TenantSettingsPatch } from '../tenant-settings.ts';
 import { getTenant, updateTenant } from '../tenants.ts';
 import { usageFilter } from '../usage-filters.ts';
 import { usageReport } from '../usage-queries.ts';
@@ -12,6 +13,7 @@ const TenantSchema = Type.Object({
   name: Type.String(),
   email: Type.String(),
   store_bodies: Type.Boolean({ description: 'Keep prompt and completion bodies in the request log (off by default).' }),
+  settings: TenantSettings,
   created_at: Type.String({ format: 'date-time' }),
 });
 
@@ -79,12 +81,21 @@ export async function controlUsageRoutes(app: App, deps: GatewayDeps): Promise<v
     '/api/v1/tenant',
     {
       schema: {
-        summary: 'Rename the workspace, or turn body storage on or off',
-        body: Type.Object({ name: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })), store_bodies: Type.Optional(Type.Boolean()) }),
+        summary: 'Rename the workspace, turn body storage on or off, or change pipeline settings (each section sent replaces the stored one; null resets it)',
+        body: Type.Object({
+          name: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+          store_bodies: Type.Optional(Type.Boolean()),
+          settings: Type.Optional(TenantSettingsPatch),
+        }),
         response: { 200: TenantSchema },
       },
     },
-    async (request) => updateTenant(deps, request.tenantId, { name: request.body.name, storeBodies: request.body.store_bodies }),
+    async (request) =>
+      updateTenant(deps, request.tenantId, {
+        name: request.body.name,
+        storeBodies: request.body.store_bodies,
+        settings: request.body.settings,
+      }),
   );
 
   app.get(

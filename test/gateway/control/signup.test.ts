@@ -33,7 +33,7 @@ for (const kind of DB_KINDS) {
       assert.equal(session.token_hash, sha256(r.body.session_token));
       const me = await gw.request('GET', '/api/v1/tenant', { token: r.body.session_token });
       assert.equal(me.status, 200);
-      assert.deepEqual(me.body, { id: tenant.id, name: 'Acme Labs', email, store_bodies: false, created_at: new Date(gw.clock.now()).toISOString() });
+      assert.deepEqual(me.body, { id: tenant.id, name: 'Acme Labs', email, store_bodies: false, settings: {}, created_at: new Date(gw.clock.now()).toISOString() });
     });
 
     test('an address already signed up, in any case: 409 email_taken, and nothing else is created', async () => {
@@ -121,6 +121,25 @@ for (const kind of DB_KINDS) {
       const bad = await gw.request('PATCH', '/api/v1/tenant', { token: session, body: { store_bodies: 'yes' } });
       assert.equal(bad.status, 400);
       assert.equal(bad.body.errors[0].field, 'store_bodies');
+    });
+
+    test('PATCH /api/v1/tenant settings: a section sent replaces the stored one, others stay, null resets one; the data plane is told', async () => {
+      const { session, tenantId } = await gw.signup();
+      const before = gw.providerChanges.length;
+      const first = await gw.request('PATCH', '/api/v1/tenant', {
+        token: session,
+        body: { settings: { cache: { ttl_seconds: 60 }, compaction: { default: 'safe' } } },
+      });
+      assert.equal(first.status, 200);
+      assert.deepEqual(first.body.settings, { cache: { ttl_seconds: 60 }, compaction: { default: 'safe' } });
+      assert.deepEqual(gw.providerChanges.slice(before), [tenantId]);
+      const second = await gw.request('PATCH', '/api/v1/tenant', { token: session, body: { settings: { cache: { enabled: false }, compaction: null } } });
+      assert.deepEqual(second.body.settings, { cache: { enabled: false } });
+      const read = await gw.request('GET', '/api/v1/tenant', { token: session });
+      assert.deepEqual(read.body.settings, { cache: { enabled: false } });
+      const unknown = await gw.request('PATCH', '/api/v1/tenant', { token: session, body: { settings: { cache: { ttl_seconds: 0 } } } });
+      assert.equal(unknown.status, 400);
+      assert.match(unknown.body.errors[0].field, /settings/);
     });
   });
 

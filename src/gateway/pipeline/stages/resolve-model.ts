@@ -30,6 +30,7 @@ export function resolveModelStage(adapters: ReadonlyMap<string, ProviderAdapter>
     const adapter = adapters.get(provider.id);
     if (!key || !adapter) throw noProviderKey(provider.id);
     call.target = { provider, model, entry, adapter, apiKey: key.apiKey, baseUrl: key.baseUrl };
+    call.targets = [call.target];
     await next();
   };
 }

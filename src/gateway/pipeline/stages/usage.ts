@@ -2,7 +2,7 @@ import { HttpProblem } from '../../../platform/errors.ts';
 import type { UsageWriter } from '../../data-plane/usage-writer.ts';
 import type { GatewayMetrics } from '../../metrics.ts';
 import type { UsageRecordRow } from '../../schema.ts';
-import type { Call, Stage } from '../call.ts';
+import { type Call, type Stage, totalSaved } from '../call.ts';
 
 /**
  * The outermost stage: whatever happens inside, the call leaves one usage
@@ -48,7 +48,14 @@ function usageRow(call: Call): UsageRecordRow {
     reasoning_tokens: usage?.reasoningTokens ?? 0,
     saved_tokens: call.tokensSaved,
     cost_usd: call.costUsd ?? 0,
-    cost_saved_usd: call.costSavedUsd,
+    cost_saved_usd: totalSaved(call),
+    saved_cache_usd: call.saved.cache,
+    saved_compaction_usd: call.saved.compaction,
+    saved_routing_usd: call.saved.routing,
+    saved_prompt_cache_usd: call.saved.promptCache,
+    compaction_saved_tokens: call.compactionSavedTokens,
+    route_reason: call.routeReason ?? null,
+    attempts: call.attempts.length > 1 ? JSON.stringify(call.attempts) : null,
     cache_status: call.cacheStatus,
     compaction: call.compaction,
     overhead_ms: round2(call.overheadMs ?? 0),

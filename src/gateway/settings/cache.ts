@@ -1,0 +1,11 @@
+import { type Static, Type } from 'typebox';
+
+/** A tenant's response-cache settings (each unset field takes the gateway's default, docs/configuration.md). */
+export const CacheSettings = Type.Object(
+  {
+    enabled: Type.Optional(Type.Boolean({ description: 'Answer identical requests from the cache (default true).' })),
+    ttl_seconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 30 * 86_400, description: 'How long an answer is reused.' })),
+  },
+  { additionalProperties: false },
+);
+export type CacheSettings = Static<typeof CacheSettings>;
