@@ -4,7 +4,7 @@ import type { CatalogModel } from '../catalog/models.ts';
 import type { ApiKeyPrincipal } from '../data-plane/api-key-auth.ts';
 import type { TenantContext } from '../data-plane/tenant-context.ts';
 import type { ProviderInfo } from '../providers/registry.ts';
-import type { ChatRequest, ProviderAdapter, TokenUsage } from '../providers/types.ts';
+import type { ChatRequest, PromptCachePlan, ProviderAdapter, TokenUsage } from '../providers/types.ts';
 
 export type CacheStatus = 'miss' | 'hit' | 'dedup' | 'bypass';
 
@@ -81,6 +81,8 @@ export interface Call {
   routeReason: string | undefined;
   /** Every upstream attempt, in order (the last one answered, or failed the call). */
   attempts: Attempt[];
+  /** The prompt-cache stage's plan, handed to the adapter on every attempt. */
+  promptCache: PromptCachePlan | undefined;
   cacheStatus: CacheStatus;
   /** Age of the cache entry that answered, in seconds (hits only). */
   cacheAgeS: number | undefined;

@@ -65,6 +65,7 @@ export function newCall(
     targets: [],
     routeReason: undefined,
     attempts: [],
+    promptCache: undefined,
     cacheStatus: 'bypass',
     cacheAgeS: undefined,
     compaction: 'none',

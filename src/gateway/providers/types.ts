@@ -42,6 +42,20 @@ export interface CallContext {
   requestId: string;
   /** Unix seconds for `created`. */
   created: number;
+  /** The provider prompt-cache hints for this attempt (the prompt-cache stage's plan); undefined: none. */
+  promptCache?: PromptCachePlan | undefined;
+}
+
+/**
+ * Where a request's stable prefix ends, for providers' prompt caches. Decided
+ * once per call on the OpenAI-shaped request; each adapter applies it in its
+ * own wire format on every attempt (a fallback to another provider included).
+ */
+export interface PromptCachePlan {
+  /** Anthropic `cache_control` breakpoints (at most four in all): after the tool definitions, after the system prompt, after these indexes of `messages`. */
+  breakpoints: { tools: boolean; system: boolean; messages: number[] };
+  /** OpenAI's `prompt_cache_key`, sent when the client set none (providers that take it). */
+  key: string | undefined;
 }
 
 /** What the pipeline sends upstream: always a POST with a JSON body to `baseUrl`'s origin. */

@@ -169,7 +169,9 @@ for (const kind of DB_KINDS) {
     for (const fault of ['drop', 'stream-error', 'garbage'] as const) {
       for (const model of ['openai/gpt-4o-mini', 'anthropic/claude-haiku-4-5']) {
         test(`a stream that fails midway (${fault}, ${model.split('/')[0]}) reaches the SDK as an error, never a clean finish`, async () => {
-          gw.fake.setBehaviour({ fault, faultAfterChunks: 2 }, { requests: 1 });
+          // Chunks apart in time, so the first ones reach the client before the fault (a fault already read
+          // with the first bytes fails the call before its stream opens: an HTTP error, retried or fallen back).
+          gw.fake.setBehaviour({ fault, faultAfterChunks: 2, chunkDelayMs: 5 }, { requests: 1 });
           const stream = await t.openai.chat.completions.create({ model, messages: [{ role: 'user', content: 'a b c d e f' }], stream: true });
           let text = '';
           await assert.rejects(async () => {
@@ -179,6 +181,14 @@ for (const kind of DB_KINDS) {
         });
       }
     }
+
+    test('a stream whose provider fails before its first byte reached the client: an HTTP error, not an opened stream', async () => {
+      gw.fake.setBehaviour({ fault: 'stream-error', faultAfterChunks: 0 }, { requests: 1 });
+      const res = await raw(gw, t.apiKey, JSON.stringify({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'a b' }], stream: true }));
+      assert.equal(res.status, 502);
+      assert.match(String(res.headers.get('content-type')), /json/);
+      assert.equal(res.body.error.type, 'api_error');
+    });
 
     test('a stream whose upstream goes silent: ended with an upstream_timeout error event', async () => {
       gw.fake.setBehaviour({ chunkDelayMs: 1000 }, { requests: 1 });

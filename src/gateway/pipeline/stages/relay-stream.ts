@@ -8,11 +8,14 @@ import type { Call } from '../call.ts';
 const STORED_STREAM_LIMIT = 1024 * 1024;
 
 /**
- * Relays one streamed answer: opens the client's stream (status and headers,
- * before the first byte), then writes what the translator makes of each
- * upstream chunk as it arrives, pausing while the client's socket is full.
- * The end is always explicit: [DONE] after a complete answer, an error event
- * after a provider error or a broken upstream, nothing after the client left.
+ * Relays one streamed answer: opens the client's stream (status and headers)
+ * when the first bytes are ready to go, then writes what the translator
+ * makes of each upstream chunk as it arrives, pausing while the client's
+ * socket is full. Until that first write, nothing reached the client: a
+ * provider error or a broken upstream then throws (as a non-streamed call
+ * would), so the call can still be retried or fall back. After it, the end
+ * is always explicit: [DONE] after a complete answer, an error event after a
+ * provider error or a broken upstream, nothing after the client left.
  */
 export async function relayStream(
   call: Call,
@@ -20,7 +23,6 @@ export async function relayStream(
   stream: ChatStream,
   toProblem: (err: unknown) => HttpProblem,
 ): Promise<void> {
-  call.openStream();
   const out = call.response;
   const kept: string[] | undefined = call.tenant.storeBodies ? [] : undefined;
   let keptBytes = 0;
@@ -35,14 +37,23 @@ export async function relayStream(
     for await (const chunk of upstream as AsyncIterable<Buffer>) {
       const text = stream.push(chunk);
       if (text.length === 0) continue;
+      if (!call.streamOpened) {
+        if (stream.error) throw stream.error;
+        call.openStream();
+      }
       keep(text);
       if (!out.write(text)) await once(out, 'drain', { signal: call.signal });
       // The provider's error event ended the answer: stop reading (leaving the loop destroys the body).
       if (stream.error) break;
     }
     tail = stream.end();
+    if (!call.streamOpened && stream.error) throw stream.error;
   } catch (err) {
     const problem = toProblem(err);
+    if (!call.streamOpened) {
+      upstream.destroy();
+      throw problem;
+    }
     if (problem.status === 499) {
       call.status = 499;
       call.errorCode = problem.code;
@@ -57,5 +68,6 @@ export async function relayStream(
     call.status = stream.error.status;
     call.errorCode = stream.error.code;
   }
+  if (!call.streamOpened) call.openStream();
   if (!out.destroyed) out.end(tail);
 }

@@ -37,6 +37,7 @@ export function upstreamStage(settings: UpstreamSettings): Stage {
       baseUrl: target.baseUrl,
       requestId: call.requestId,
       created: Math.floor(call.receivedAt / 1000),
+      promptCache: call.promptCache,
     };
     const outgoing = target.adapter.chatRequest(call.body, ctx);
     const sentAt = performance.now();
