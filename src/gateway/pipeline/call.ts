@@ -112,16 +112,19 @@ export interface Call {
   errorCode: string | undefined;
 }
 
-/** A pipeline stage: does its part, and calls `next` to hand the call on (or answers without it: a cache hit). */
-export type Stage = (call: Call, next: () => Promise<void>) => Promise<void>;
+/**
+ * A pipeline stage: does its part, and calls `next` to hand the call on (or
+ * answers without it: a cache hit). `next(other)` hands the rest of the
+ * pipeline another call instead (in-flight dedup runs the upstream call
+ * for several clients on a call of its own).
+ */
+export type Stage = (call: Call, next: (call?: Call) => Promise<void>) => Promise<void>;
 
 /** Runs the stages in order, each around the rest (the first stage sees the whole call, the last makes it). */
 export function compose(stages: readonly Stage[]): (call: Call) => Promise<void> {
-  return (call) => {
-    const step = (i: number): Promise<void> => {
-      const stage = stages[i];
-      return stage ? stage(call, () => step(i + 1)) : Promise.resolve();
-    };
-    return step(0);
+  const step = (i: number, call: Call): Promise<void> => {
+    const stage = stages[i];
+    return stage ? stage(call, (other) => step(i + 1, other ?? call)) : Promise.resolve();
   };
+  return (call) => step(0, call);
 }
