@@ -31,8 +31,16 @@ export interface RequestEntry {
   saved_tokens: number;
   cost_usd: number;
   cost_saved_usd: number;
+  saved_cache_usd: number;
+  saved_compaction_usd: number;
+  saved_routing_usd: number;
+  saved_prompt_cache_usd: number;
+  compaction_saved_tokens: number;
   cache_status: string;
   compaction: string;
+  route_reason: string | null;
+  /** Every upstream attempt when there were several (retries, fallbacks); null for one. */
+  attempts: { model: string; status: number; error_code: string | null; ms: number }[] | null;
   overhead_ms: number;
   upstream_ms: number;
   created_at: string;
@@ -43,13 +51,21 @@ export type RequestDetail = RequestEntry & { request_body: string | null; respon
 const METADATA = [
   'request_id', 'key_id', 'session_id', 'tag', 'model_requested', 'model_used', 'provider', 'status', 'error_code', 'stream',
   'prompt_tokens', 'cached_tokens', 'cache_write_tokens', 'completion_tokens', 'reasoning_tokens', 'saved_tokens',
-  'cost_usd', 'cost_saved_usd', 'cache_status', 'compaction', 'overhead_ms', 'upstream_ms', 'created_at',
+  'cost_usd', 'cost_saved_usd', 'saved_cache_usd', 'saved_compaction_usd', 'saved_routing_usd', 'saved_prompt_cache_usd',
+  'compaction_saved_tokens', 'cache_status', 'compaction', 'route_reason', 'attempts', 'overhead_ms', 'upstream_ms', 'created_at',
 ] as const;
 
 type MetadataRow = Pick<UsageRecordRow, (typeof METADATA)[number]>;
 
 function toEntry(row: MetadataRow): RequestEntry {
-  return { ...row, stream: row.stream === 1, created_at: new Date(row.created_at).toISOString() };
+  return { ...row, stream: row.stream === 1, attempts: parseAttempts(row.attempts), created_at: new Date(row.created_at).toISOString() };
+}
+
+/** The stored attempts (written by the usage stage from Call.attempts: camelCase) in the API's snake_case. */
+function parseAttempts(json: string | null): RequestEntry['attempts'] {
+  if (json === null) return null;
+  const list = JSON.parse(json) as { model: string; status: number; errorCode?: string; ms: number }[];
+  return list.map((a) => ({ model: a.model, status: a.status, error_code: a.errorCode ?? null, ms: Math.round(a.ms * 100) / 100 }));
 }
 
 export function encodeCursor(createdAt: number, requestId: string): string {

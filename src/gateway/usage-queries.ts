@@ -13,7 +13,12 @@ export interface UsageTotals {
   tokens_saved: number;
   cost_usd: number;
   cost_saved_usd: number;
+  saved_cache_usd: number;
+  saved_compaction_usd: number;
+  saved_routing_usd: number;
+  saved_prompt_cache_usd: number;
   cache_hits: number;
+  dedup_hits: number;
 }
 
 export interface UsageReport {
@@ -37,7 +42,12 @@ const totalsSelection = (eb: Eb) => [
   eb.fn.coalesce(eb.fn.sum<number>('saved_tokens'), eb.lit(0)).as('tokens_saved'),
   eb.fn.coalesce(eb.fn.sum<number>('cost_usd'), eb.lit(0)).as('cost_usd'),
   eb.fn.coalesce(eb.fn.sum<number>('cost_saved_usd'), eb.lit(0)).as('cost_saved_usd'),
+  eb.fn.coalesce(eb.fn.sum<number>('saved_cache_usd'), eb.lit(0)).as('saved_cache_usd'),
+  eb.fn.coalesce(eb.fn.sum<number>('saved_compaction_usd'), eb.lit(0)).as('saved_compaction_usd'),
+  eb.fn.coalesce(eb.fn.sum<number>('saved_routing_usd'), eb.lit(0)).as('saved_routing_usd'),
+  eb.fn.coalesce(eb.fn.sum<number>('saved_prompt_cache_usd'), eb.lit(0)).as('saved_prompt_cache_usd'),
   eb.fn.sum<number>(eb.case().when('cache_status', '=', 'hit').then(1).else(0).end()).as('cache_hits'),
+  eb.fn.sum<number>(eb.case().when('cache_status', '=', 'dedup').then(1).else(0).end()).as('dedup_hits'),
 ];
 
 /**
@@ -69,7 +79,12 @@ function toTotals(row: Record<string, unknown>): UsageTotals {
     tokens_saved: n(row['tokens_saved']),
     cost_usd: n(row['cost_usd']),
     cost_saved_usd: n(row['cost_saved_usd']),
+    saved_cache_usd: n(row['saved_cache_usd']),
+    saved_compaction_usd: n(row['saved_compaction_usd']),
+    saved_routing_usd: n(row['saved_routing_usd']),
+    saved_prompt_cache_usd: n(row['saved_prompt_cache_usd']),
     cache_hits: n(row['cache_hits']),
+    dedup_hits: n(row['dedup_hits']),
   };
 }
 

@@ -33,7 +33,12 @@ const Totals = {
   tokens_saved: Type.Integer(),
   cost_usd: Type.Number(),
   cost_saved_usd: Type.Number(),
+  saved_cache_usd: Type.Number(),
+  saved_compaction_usd: Type.Number(),
+  saved_routing_usd: Type.Number(),
+  saved_prompt_cache_usd: Type.Number(),
   cache_hits: Type.Integer(),
+  dedup_hits: Type.Integer(),
 };
 
 const Entry = {
@@ -55,8 +60,18 @@ const Entry = {
   saved_tokens: Type.Integer(),
   cost_usd: Type.Number(),
   cost_saved_usd: Type.Number(),
+  saved_cache_usd: Type.Number({ description: 'A cache hit or dedup: the cost of the reused answer.' }),
+  saved_compaction_usd: Type.Number(),
+  saved_routing_usd: Type.Number(),
+  saved_prompt_cache_usd: Type.Number(),
+  compaction_saved_tokens: Type.Integer(),
   cache_status: Type.String(),
   compaction: Type.String(),
+  route_reason: Type.Union([Type.String(), Type.Null()]),
+  attempts: Type.Union([
+    Type.Array(Type.Object({ model: Type.String(), status: Type.Integer(), error_code: Type.Union([Type.String(), Type.Null()]), ms: Type.Number() })),
+    Type.Null(),
+  ]),
   overhead_ms: Type.Number(),
   upstream_ms: Type.Number(),
   created_at: Type.String({ format: 'date-time' }),

@@ -17,7 +17,19 @@ for (const kind of DB_KINDS) {
       for (const [id, minute] of times) {
         await gw.insertUsage({ tenant_id: tenantId, request_id: id, created_at: base + minute * 60_000, tag: minute % 2 ? 'odd' : 'even', stream: minute === 6 ? 1 : 0 });
       }
-      await gw.insertUsage({ tenant_id: tenantId, request_id: 'with-bodies', created_at: base - 3_600_000, request_body: '{"messages":[]}', response_body: '{"choices":[]}' });
+      await gw.insertUsage({
+        tenant_id: tenantId,
+        request_id: 'with-bodies',
+        created_at: base - 3_600_000,
+        request_body: '{"messages":[]}',
+        response_body: '{"choices":[]}',
+        route_reason: 'fallback after 429',
+        attempts: JSON.stringify([
+          { model: 'openai/gpt-4o', status: 429, errorCode: 'rate_limited', ms: 12.345 },
+          { model: 'anthropic/claude-haiku-4-5', status: 200, ms: 30 },
+        ]),
+        saved_routing_usd: 0.5,
+      });
     });
     after(() => gw.close());
 
@@ -63,8 +75,16 @@ for (const kind of DB_KINDS) {
       assert.equal(r.status, 200);
       assert.equal(r.body.request_body, '{"messages":[]}');
       assert.equal(r.body.response_body, '{"choices":[]}');
+      assert.equal(r.body.route_reason, 'fallback after 429');
+      assert.equal(r.body.saved_routing_usd, 0.5);
+      assert.deepEqual(r.body.attempts, [
+        { model: 'openai/gpt-4o', status: 429, error_code: 'rate_limited', ms: 12.35 },
+        { model: 'anthropic/claude-haiku-4-5', status: 200, error_code: null, ms: 30 },
+      ]);
       const plain = await gw.request('GET', '/api/v1/tenant/requests/r1', { token: session });
       assert.equal(plain.body.request_body, null);
+      assert.equal(plain.body.attempts, null);
+      assert.equal(plain.body.route_reason, null);
       const missing = await gw.request('GET', '/api/v1/tenant/requests/none', { token: session });
       assert.equal(missing.status, 404);
       assert.equal(missing.body.code, 'request_not_found');

@@ -17,9 +17,9 @@ for (const kind of DB_KINDS) {
       ({ session, tenantId } = await gw.signup());
       const rows = [
         { request_id: 'r1', created_at: Date.UTC(2026, 1, 28, 10), tag: 'a', key_id: 'k1', session_id: 's1', prompt_tokens: 100, completion_tokens: 10, cost_usd: 0.5 },
-        { request_id: 'r2', created_at: Date.UTC(2026, 1, 28, 23, 59, 59, 999), tag: 'b', key_id: 'k1', session_id: 's1', prompt_tokens: 200, completion_tokens: 20, cost_usd: 1.25, cache_status: 'hit', saved_tokens: 220, cost_saved_usd: 1 },
+        { request_id: 'r2', created_at: Date.UTC(2026, 1, 28, 23, 59, 59, 999), tag: 'b', key_id: 'k1', session_id: 's1', prompt_tokens: 200, completion_tokens: 20, cost_usd: 1.25, cache_status: 'hit', saved_tokens: 220, cost_saved_usd: 1, saved_cache_usd: 1 },
         { request_id: 'r3', created_at: Date.UTC(2026, 2, 1), tag: 'a', key_id: 'k2', session_id: null, prompt_tokens: 300, completion_tokens: 30, cost_usd: 2, model_requested: 'auto', model_used: 'anthropic/claude-haiku' },
-        { request_id: 'r4', created_at: Date.UTC(2026, 2, 1, 11), tag: null, key_id: 'k2', session_id: 's2', prompt_tokens: 1, completion_tokens: 1, cost_usd: 0.25, cache_status: 'hit', saved_tokens: 2, cost_saved_usd: 0.25 },
+        { request_id: 'r4', created_at: Date.UTC(2026, 2, 1, 11), tag: null, key_id: 'k2', session_id: 's2', prompt_tokens: 1, completion_tokens: 1, cost_usd: 0.25, cache_status: 'dedup', saved_tokens: 2, cost_saved_usd: 0.25, saved_cache_usd: 0.1, saved_compaction_usd: 0.05, saved_routing_usd: 0.06, saved_prompt_cache_usd: 0.04 },
         { request_id: 'r5', created_at: Date.UTC(2026, 0, 1), tag: 'a', key_id: 'k1', prompt_tokens: 9999, cost_usd: 99 }, // older than 30 days
       ];
       for (const row of rows) await gw.insertUsage({ tenant_id: tenantId, ...row });
@@ -33,7 +33,20 @@ for (const kind of DB_KINDS) {
       assert.equal(r.status, 200);
       assert.equal(r.body.to, new Date(t0).toISOString());
       assert.equal(r.body.from, new Date(t0 - 30 * DAY).toISOString());
-      assert.deepEqual(r.body.totals, { requests: 4, prompt_tokens: 601, completion_tokens: 61, tokens_saved: 222, cost_usd: 4, cost_saved_usd: 1.25, cache_hits: 2 });
+      assert.deepEqual(r.body.totals, {
+        requests: 4,
+        prompt_tokens: 601,
+        completion_tokens: 61,
+        tokens_saved: 222,
+        cost_usd: 4,
+        cost_saved_usd: 1.25,
+        saved_cache_usd: 1.1,
+        saved_compaction_usd: 0.05,
+        saved_routing_usd: 0.06,
+        saved_prompt_cache_usd: 0.04,
+        cache_hits: 1,
+        dedup_hits: 1,
+      });
       assert.equal(r.body.groups, undefined);
     });
 
@@ -53,7 +66,20 @@ for (const kind of DB_KINDS) {
       assert.equal((await usage('?model=auto')).body.totals.requests, 1);
       assert.equal((await usage('?model=anthropic/claude-haiku')).body.totals.requests, 1);
       assert.equal((await usage('?model=gpt-4o-mini')).body.totals.requests, 3);
-      assert.deepEqual((await usage('?tag=none-such')).body.totals, { requests: 0, prompt_tokens: 0, completion_tokens: 0, tokens_saved: 0, cost_usd: 0, cost_saved_usd: 0, cache_hits: 0 });
+      assert.deepEqual((await usage('?tag=none-such')).body.totals, {
+        requests: 0,
+        prompt_tokens: 0,
+        completion_tokens: 0,
+        tokens_saved: 0,
+        cost_usd: 0,
+        cost_saved_usd: 0,
+        saved_cache_usd: 0,
+        saved_compaction_usd: 0,
+        saved_routing_usd: 0,
+        saved_prompt_cache_usd: 0,
+        cache_hits: 0,
+        dedup_hits: 0,
+      });
     });
 
     test('grouped by day (UTC, the last millisecond before midnight on its own day), tag, session, model and key', async () => {
@@ -68,7 +94,9 @@ for (const kind of DB_KINDS) {
       assert.deepEqual(keyed((await usage('?group_by=model')).body.groups), { 'openai/gpt-4o-mini': 3, 'anthropic/claude-haiku': 1 });
       const byKey = (await usage('?group_by=key')).body.groups;
       assert.deepEqual(byKey.map((g: { key: string }) => g.key), ['k2', 'k1'], 'largest cost first');
-      assert.equal(byKey[0].cache_hits, 1);
+      assert.equal(byKey[0].cache_hits, 0);
+      assert.equal(byKey[0].dedup_hits, 1);
+      assert.equal(byKey[1].cache_hits, 1);
     });
 
     test('bad parameters: 400 naming the field', async () => {
