@@ -3,6 +3,7 @@ import { randomToken, sha256 } from '../platform/crypto.ts';
 import { HttpProblem } from '../platform/errors.ts';
 import type { GatewayDeps } from './deps.ts';
 import type { GatewayDb, GatewayTables } from './schema.ts';
+import { type Limits, parseLimits } from './settings/limits.ts';
 
 /**
  * Data-plane API keys. Table `api_keys`; a key is `sk-gw-` + 32 random bytes
@@ -19,14 +20,26 @@ export interface ApiKeyMetadata {
   prefix: string;
   created_at: string;
   last_used_at: string | null;
+  /** The key's own limits (`{}`: none; its tenant's still apply). */
+  limits: Limits;
 }
 
 type ApiKeyRow = GatewayTables['api_keys'];
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
-function toMetadata(row: Pick<ApiKeyRow, 'id' | 'name' | 'prefix' | 'created_at' | 'last_used_at'>): ApiKeyMetadata {
-  return { id: row.id, name: row.name, prefix: row.prefix, created_at: iso(row.created_at)!, last_used_at: iso(row.last_used_at) };
+type MetadataColumns = 'id' | 'name' | 'prefix' | 'created_at' | 'last_used_at' | 'limits';
+const METADATA_COLUMNS: MetadataColumns[] = ['id', 'name', 'prefix', 'created_at', 'last_used_at', 'limits'];
+
+function toMetadata(row: Pick<ApiKeyRow, MetadataColumns>): ApiKeyMetadata {
+  return {
+    id: row.id,
+    name: row.name,
+    prefix: row.prefix,
+    created_at: iso(row.created_at)!,
+    last_used_at: iso(row.last_used_at),
+    limits: parseLimits(row.limits) ?? {},
+  };
 }
 
 export function requireKeyName(input: string): string {
@@ -36,7 +49,13 @@ export function requireKeyName(input: string): string {
 }
 
 /** Stores a fresh key for a tenant, in the caller's transaction (signup uses its own). */
-export async function insertApiKey(db: GatewayDb, now: number, tenantId: string, name: string): Promise<ApiKeyMetadata & { key: string }> {
+export async function insertApiKey(
+  db: GatewayDb,
+  now: number,
+  tenantId: string,
+  name: string,
+  limits: Limits = {},
+): Promise<ApiKeyMetadata & { key: string }> {
   const key = randomToken(API_KEY_PREFIX);
   const row: ApiKeyRow = {
     id: randomUUID(),
@@ -47,21 +66,26 @@ export async function insertApiKey(db: GatewayDb, now: number, tenantId: string,
     created_at: now,
     last_used_at: null,
     revoked_at: null,
-    limits: '{}',
+    limits: JSON.stringify(limits),
   };
   await db.insertInto('api_keys').values(row).execute();
   return { ...toMetadata(row), key };
 }
 
-export function createApiKey(deps: Pick<GatewayDeps, 'db' | 'clock'>, tenantId: string, name: string): Promise<ApiKeyMetadata & { key: string }> {
-  return insertApiKey(deps.db, deps.clock.now(), tenantId, requireKeyName(name));
+export function createApiKey(
+  deps: Pick<GatewayDeps, 'db' | 'clock'>,
+  tenantId: string,
+  name: string,
+  limits?: Limits,
+): Promise<ApiKeyMetadata & { key: string }> {
+  return insertApiKey(deps.db, deps.clock.now(), tenantId, requireKeyName(name), limits);
 }
 
 /** The tenant's live keys, newest first: metadata only. */
 export async function listApiKeys(deps: Pick<GatewayDeps, 'db'>, tenantId: string): Promise<ApiKeyMetadata[]> {
   const rows = await deps.db
     .selectFrom('api_keys')
-    .select(['id', 'name', 'prefix', 'created_at', 'last_used_at'])
+    .select(METADATA_COLUMNS)
     .where('tenant_id', '=', tenantId)
     .where('revoked_at', 'is', null)
     .orderBy('created_at', 'desc')
@@ -82,9 +106,36 @@ export async function revokeApiKey(deps: Pick<GatewayDeps, 'db' | 'clock' | 'api
     .where('id', '=', id)
     .where('tenant_id', '=', tenantId)
     .executeTakeFirst();
-  if (!row) throw new HttpProblem(404, 'api_key_not_found', 'No API key with this id belongs to this tenant.');
+  if (!row) throw keyNotFound();
   if (row.revoked_at === null) {
     await deps.db.updateTable('api_keys').set({ revoked_at: deps.clock.now() }).where('id', '=', id).where('revoked_at', 'is', null).execute();
   }
   await deps.apiKeyRevoked(row.key_hash);
+}
+
+const keyNotFound = () => new HttpProblem(404, 'api_key_not_found', 'No API key with this id belongs to this tenant.');
+
+/**
+ * Replaces a live key's limits (`null` or `{}`: none), then tells every
+ * replica's key cache, as a revocation does: the cached principal carries
+ * the limits, and the next request with the key, on any replica, is
+ * checked against the new ones. Another tenant's key, or a revoked one, is 404.
+ */
+export async function setApiKeyLimits(
+  deps: Pick<GatewayDeps, 'db' | 'apiKeyRevoked'>,
+  tenantId: string,
+  id: string,
+  limits: Limits | null,
+): Promise<ApiKeyMetadata> {
+  const row = await deps.db
+    .updateTable('api_keys')
+    .set({ limits: JSON.stringify(limits ?? {}) })
+    .where('id', '=', id)
+    .where('tenant_id', '=', tenantId)
+    .where('revoked_at', 'is', null)
+    .returning([...METADATA_COLUMNS, 'key_hash'])
+    .executeTakeFirst();
+  if (!row) throw keyNotFound();
+  await deps.apiKeyRevoked(row.key_hash);
+  return toMetadata(row);
 }

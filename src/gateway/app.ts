@@ -7,6 +7,7 @@ import { type DataPlaneRouteDeps, dataPlaneRoutes } from './routes/data-plane.ts
 import { tenantForSession } from './gateway-sessions.ts';
 import { controlAuthRoutes } from './routes/control-auth.ts';
 import { controlKeyRoutes } from './routes/control-keys.ts';
+import { controlLimitRoutes } from './routes/control-limits.ts';
 import { controlUsageRoutes } from './routes/control-usage.ts';
 import { magicLinkPageRoutes } from './routes/magic-link-page.ts';
 
@@ -41,6 +42,7 @@ export async function registerControlPlane(app: App, deps: GatewayDeps): Promise
       });
       await tenantScope.register(controlKeyRoutes, deps);
       await tenantScope.register(controlUsageRoutes, deps);
+      await tenantScope.register(controlLimitRoutes, deps);
     });
     if (!deps.config.magicLinkUrl) await control.register(magicLinkPageRoutes, deps);
   });

@@ -48,6 +48,8 @@ export interface GatewayConfig extends SharedSettings {
   /** retentionMs: usage records (and any stored bodies) older than this are purged. */
   usage: { flushMs: number; batchSize: number; retentionMs: number };
   purgeIntervalMs: number;
+  /** Budgets and limits (docs/gateway-budgets.md): output tokens reserved when a call names no max_tokens; how long a reservation outlives a replica that died holding it. */
+  budgets: { defaultOutputTokens: number; reservationTtlMs: number };
 }
 
 const MINUTE = 60_000;
@@ -120,6 +122,10 @@ export function loadGatewayConfig(env: Record<string, string | undefined> = proc
       retentionMs: r.int('GATEWAY_USAGE_RETENTION_DAYS', 90, 1, 3650) * DAY,
     },
     purgeIntervalMs: r.int('GATEWAY_PURGE_INTERVAL_MINUTES', 60, 1, 1440) * MINUTE,
+    budgets: {
+      defaultOutputTokens: r.int('GATEWAY_BUDGET_DEFAULT_OUTPUT_TOKENS', 4096, 1, 1_000_000),
+      reservationTtlMs: r.int('GATEWAY_BUDGET_RESERVATION_TTL_SECONDS', 900, 10, 86_400) * 1000,
+    },
   };
   r.throwIfProblems();
   if (!encryptionKeyText) config.encryptionKey = parseKey(devSecret(dataDir, 'GATEWAY_ENCRYPTION_KEY'))!;

@@ -6,6 +6,7 @@ import type { DialectName } from '../platform/db.ts';
 import type { RateLimiter } from '../platform/limits.ts';
 import type { OutboxContext } from '../platform/mail.ts';
 import type { Metrics } from '../platform/metrics.ts';
+import type { BudgetLedger } from './budgets/ledger.ts';
 import type { GatewayConfig } from './config.ts';
 import type { GatewayDb } from './schema.ts';
 
@@ -37,6 +38,8 @@ export interface GatewayDeps {
   apiKeyRevoked: (keyHash: string) => Promise<void>;
   /** Called after a tenant's provider key was stored, replaced or deleted, or its settings changed: drops the cached tenant on every replica. */
   tenantChanged: (tenantId: string) => Promise<void>;
+  /** The data plane's budget ledger: GET /api/v1/tenant/limits reads current consumption from it. */
+  budgets: BudgetLedger;
   /**
    * Work a request starts after its reply (the magic-link email, so that the
    * reply's timing does not tell whether the address has a tenant); close() waits for it.

@@ -3,6 +3,7 @@ import OpenAI from 'openai';
 import pino from 'pino';
 import { loadGatewayConfig } from '../../src/gateway/config.ts';
 import { createGatewayService, type GatewayService } from '../../src/gateway/service.ts';
+import type { RuntimeOverrides } from '../../src/platform/runtime.ts';
 import { createFakeProvider, type FakeProvider } from '../../tools/fake-provider/server.ts';
 import { freshDatabase, type TestDatabase } from './database.ts';
 import type { DbKind } from './env.ts';
@@ -38,7 +39,8 @@ export interface LiveTenant {
 
 let counter = 0;
 
-export async function startLiveGateway(kind: DbKind, env: Record<string, string> = {}): Promise<LiveGateway> {
+/** `overrides.clock`: a ManualClock the test moves (windows, TTLs); the logger is always the helper's own. */
+export async function startLiveGateway(kind: DbKind, env: Record<string, string> = {}, overrides: Omit<RuntimeOverrides, 'logger'> = {}): Promise<LiveGateway> {
   const fake = await createFakeProvider();
   const db = await freshDatabase(kind);
   const config = loadGatewayConfig({
@@ -59,7 +61,7 @@ export async function startLiveGateway(kind: DbKind, env: Record<string, string>
     },
   });
   const logger = pino({ level: 'debug', name: 'gateway' }, sink);
-  const service = await createGatewayService(config, { logger, processMetrics: false });
+  const service = await createGatewayService(config, { ...overrides, logger, processMetrics: false });
   service.runtime.startWorkers();
   const url = await service.runtime.listen('127.0.0.1', 0);
 

@@ -1,6 +1,8 @@
 import { join } from 'node:path';
 import pino from 'pino';
 import { buildControlApp } from '../../src/gateway/app.ts';
+import { MemoryLedger } from '../../src/gateway/budgets/memory-ledger.ts';
+import { seedFromUsage } from '../../src/gateway/budgets/seed.ts';
 import { loadGatewayConfig } from '../../src/gateway/config.ts';
 import type { GatewayDeps } from '../../src/gateway/deps.ts';
 import { gatewayMigrations } from '../../src/gateway/migrations.ts';
@@ -95,6 +97,7 @@ export async function startTestGateway(kind: DbKind, env: Record<string, string>
       providerChanges.push(tenantId);
     },
     background: backgroundWork(log),
+    budgets: new MemoryLedger(seedFromUsage(db)),
   };
   const app = await buildControlApp(deps);
 

@@ -6,12 +6,14 @@ import { SESSION_PREFIX } from '../gateway-sessions.ts';
 import type { InvalidationBus } from '../invalidation.ts';
 import { invalidApiKey, missingApiKey, sessionNotApiKey } from '../openai-errors.ts';
 import type { GatewayDb } from '../schema.ts';
+import { type Limits, parseLimits } from '../settings/limits.ts';
 import { LoadingCache } from './loading-cache.ts';
 
-/** Who is calling: the key and its tenant. */
+/** Who is calling: the key and its tenant, and the key's own limits (undefined: none, the common case the budgets stage skips). */
 export interface ApiKeyPrincipal {
   keyId: string;
   tenantId: string;
+  limits: Limits | undefined;
 }
 
 /** sk-gw- and 43 base64url characters (32 bytes). */
@@ -27,7 +29,9 @@ declare module 'fastify' {
  * API keys by SHA-256, cached in process. Only live keys are cached (an
  * unknown or revoked key is read again each time, so a key created a moment
  * ago works at once); a revocation anywhere reaches every replica through
- * the invalidation bus, and entries expire after `ttlMs` regardless.
+ * the invalidation bus, and entries expire after `ttlMs` regardless. A
+ * change of the key's limits is told the same way (the key is reloaded
+ * with its new limits on every replica).
  */
 export function apiKeyStore(options: { db: GatewayDb; clock: Clock; bus: InvalidationBus; ttlMs?: number; maxEntries?: number }) {
   const cache = new LoadingCache<string, ApiKeyPrincipal>({
@@ -37,11 +41,11 @@ export function apiKeyStore(options: { db: GatewayDb; clock: Clock; bus: Invalid
     load: async (keyHash) => {
       const row = await options.db
         .selectFrom('api_keys')
-        .select(['id', 'tenant_id'])
+        .select(['id', 'tenant_id', 'limits'])
         .where('key_hash', '=', keyHash)
         .where('revoked_at', 'is', null)
         .executeTakeFirst();
-      return row ? { keyId: row.id, tenantId: row.tenant_id } : undefined;
+      return row ? { keyId: row.id, tenantId: row.tenant_id, limits: parseLimits(row.limits) } : undefined;
     },
   });
   options.bus.subscribe((message) => {

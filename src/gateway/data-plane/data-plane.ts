@@ -3,6 +3,8 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { buildConnector } from 'undici';
 import type { Clock } from '../../platform/clock.ts';
+import { createBudgetLedger } from '../budgets/create-ledger.ts';
+import type { BudgetLedger } from '../budgets/ledger.ts';
 import type { GatewayConfig } from '../config.ts';
 import { type InvalidationBus, invalidationBus } from '../invalidation.ts';
 import { createGatewayMetrics } from '../metrics.ts';
@@ -20,6 +22,8 @@ export interface DataPlane {
   routes: DataPlaneRouteDeps;
   bus: InvalidationBus;
   usage: UsageWriter;
+  /** The budgets' ledger (the control plane reads consumption from it). */
+  budgets: BudgetLedger;
   /** After the HTTP server has drained: writes the queued usage records, closes pools and the bus. */
   close(): Promise<void>;
 }
@@ -52,6 +56,7 @@ export function createDataPlane(options: {
     connections: config.upstream.connections,
     connector: options.connector,
   });
+  const budgets = createBudgetLedger({ db, redis: options.redis, clock, log, reservationTtlMs: config.budgets.reservationTtlMs });
   const run = buildPipeline({
     usage,
     metrics,
@@ -67,6 +72,7 @@ export function createDataPlane(options: {
     log,
     registry: options.registry,
     redis: options.redis,
+    budgets,
   });
   const routes: DataPlaneRouteDeps = {
     apiKeys: apiKeyStore({ db, clock, bus }),
@@ -86,6 +92,7 @@ export function createDataPlane(options: {
     routes,
     bus,
     usage,
+    budgets,
     async close() {
       await usage.close();
       await pools.close();

@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { Clock } from '../../platform/clock.ts';
+import type { BudgetLedger } from '../budgets/ledger.ts';
 import type { GatewayConfig } from '../config.ts';
 import type { UsageWriter } from '../data-plane/usage-writer.ts';
 import type { GatewayMetrics } from '../metrics.ts';
@@ -29,6 +30,8 @@ export interface PipelineDeps {
   registry: Registry;
   /** Set when REDIS_URL is: what replicas share (cache, dedup, budgets, sticky routes, breakers). */
   redis: Redis | undefined;
+  /** Where budgets reserve and settle (shared with the control plane's GET /api/v1/tenant/limits). */
+  budgets: BudgetLedger;
 }
 
 /**
@@ -49,7 +52,7 @@ export function buildPipeline(deps: PipelineDeps): (call: Call) => Promise<void>
     usageStage(deps.usage, deps.metrics),
     compactionStage(),
     resolveModelStage(deps.adapters),
-    budgetStage(),
+    budgetStage({ ledger: deps.budgets, clock: deps.clock, defaultOutputTokens: deps.config.budgets.defaultOutputTokens, registry: deps.registry }),
     cacheStage(),
     dedupStage(),
     promptCacheStage(),

@@ -1,8 +1,14 @@
 import { Type } from 'typebox';
 import type { App } from '../../platform/http.ts';
-import { createApiKey, listApiKeys, revokeApiKey } from '../api-keys.ts';
+import { createApiKey, listApiKeys, revokeApiKey, setApiKeyLimits } from '../api-keys.ts';
 import type { GatewayDeps } from '../deps.ts';
 import { deleteProviderKey, listProviderKeys, putProviderKey } from '../provider-keys.ts';
+import { Limits, rejectUnknownLimits } from '../settings/limits.ts';
+
+/** Before validation, which would drop an unknown limit silently. */
+async function knownLimitsOnly(request: { body: unknown }): Promise<void> {
+  rejectUnknownLimits((request.body as { limits?: unknown } | null)?.limits, 'limits');
+}
 
 const ApiKey = Type.Object({
   id: Type.String(),
@@ -10,6 +16,7 @@ const ApiKey = Type.Object({
   prefix: Type.String({ description: 'The first characters of the key, to tell keys apart.' }),
   created_at: Type.String({ format: 'date-time' }),
   last_used_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+  limits: Limits,
 });
 
 const ProviderKey = Type.Object({
@@ -30,14 +37,15 @@ export async function controlKeyRoutes(app: App, deps: GatewayDeps): Promise<voi
   app.post(
     '/api/v1/tenant/api-keys',
     {
+      preValidation: knownLimitsOnly,
       schema: {
         summary: 'Create an API key (the key is in this reply only)',
-        body: Type.Object({ name: Type.String({ minLength: 1, maxLength: 100 }) }),
+        body: Type.Object({ name: Type.String({ minLength: 1, maxLength: 100 }), limits: Type.Optional(Limits) }),
         response: { 201: Type.Intersect([ApiKey, Type.Object({ key: Type.String() })]) },
       },
     },
     async (request, reply) => {
-      const created = await createApiKey(deps, request.tenantId, request.body.name);
+      const created = await createApiKey(deps, request.tenantId, request.body.name, request.body.limits);
       return reply.status(201).header('cache-control', 'no-store').send(created);
     },
   );
@@ -49,6 +57,20 @@ export async function controlKeyRoutes(app: App, deps: GatewayDeps): Promise<voi
       await revokeApiKey(deps, request.tenantId, request.params.id);
       return reply.status(204).send();
     },
+  );
+
+  app.patch(
+    '/api/v1/tenant/api-keys/:id',
+    {
+      preValidation: knownLimitsOnly,
+      schema: {
+        summary: "Replace a key's limits (null or {}: none); every replica applies them from the key's next request",
+        params: Type.Object({ id: Type.String({ maxLength: 64 }) }),
+        body: Type.Object({ limits: Type.Union([Limits, Type.Null()]) }, { additionalProperties: false }),
+        response: { 200: ApiKey },
+      },
+    },
+    async (request) => setApiKeyLimits(deps, request.tenantId, request.params.id, request.body.limits),
   );
 
   app.get(

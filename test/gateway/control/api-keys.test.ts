@@ -22,7 +22,7 @@ for (const kind of DB_KINDS) {
       assert.equal(r.body.prefix, r.body.key.slice(0, 10));
       assert.equal(r.body.name, 'ci');
       assert.equal(r.body.last_used_at, null);
-      assert.deepEqual(Object.keys(r.body).sort(), ['created_at', 'id', 'key', 'last_used_at', 'name', 'prefix']);
+      assert.deepEqual(Object.keys(r.body).sort(), ['created_at', 'id', 'key', 'last_used_at', 'limits', 'name', 'prefix']);
       const row = await gw.deps.db.selectFrom('api_keys').selectAll().where('id', '=', r.body.id).executeTakeFirstOrThrow();
       assert.equal(row.key_hash, sha256(r.body.key));
       assert.ok(!JSON.stringify(row).includes(r.body.key), 'the plaintext is not stored');
@@ -32,7 +32,7 @@ for (const kind of DB_KINDS) {
       assert.deepEqual(list.body.api_keys.map((k: { id: string }) => k.id), [r.body.id, apiKeyId]);
       assert.ok(!list.text.includes(r.body.key));
       assert.ok(!list.text.includes(row.key_hash));
-      assert.deepEqual(Object.keys(list.body.api_keys[0]).sort(), ['created_at', 'id', 'last_used_at', 'name', 'prefix']);
+      assert.deepEqual(Object.keys(list.body.api_keys[0]).sort(), ['created_at', 'id', 'last_used_at', 'limits', 'name', 'prefix']);
     });
 
     test('revoke: idempotent, the data plane is told the key hash after the commit, the key leaves the list', async () => {

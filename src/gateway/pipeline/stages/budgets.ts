@@ -1,8 +1,62 @@
-import type { Stage } from '../call.ts';
+import { Counter, type Registry } from 'prom-client';
+import type { Clock } from '../../../platform/clock.ts';
+import { actualSpend, estimateCall } from '../../budgets/estimate.ts';
+import { type BudgetLedger, countersFor } from '../../budgets/ledger.ts';
+import { limitExceeded, rateLimitHeaders } from '../../budgets/limit-replies.ts';
+import { activeLimits, LIMIT_FIELD, type Limits } from '../../settings/limits.ts';
+import type { Call, Stage } from '../call.ts';
 
-/** Budgets and limits (issue 8): reserves the call's estimated cost before the upstream call, settles the real one after. Not built yet: passes the call on. */
-export function budgetStage(): Stage {
-  return function enforceBudgets(_call, next) {
-    return next();
+export interface BudgetStageSettings {
+  ledger: BudgetLedger;
+  clock: Clock;
+  /** Output tokens reserved for a call that names no max_tokens (GATEWAY_BUDGET_DEFAULT_OUTPUT_TOKENS). */
+  defaultOutputTokens: number;
+  registry: Registry;
+}
+
+/**
+ * Budgets and limits (docs/gateway-budgets.md), after routing (the target
+ * and its prices are known, the prompt is compacted) and around the cache,
+ * dedup and the upstream call:
+ * 1. neither the key nor its tenant has a limit: nothing else happens;
+ * 2. the call's estimated cost is checked against every counter (the key's
+ *    and the tenant's, requests per minute, tokens per day, USD per month)
+ *    and reserved in all of them at once, or the call is refused with 429;
+ * 3. the x-ratelimit-* headers go on the answer;
+ * 4. whatever happens next (an answer, a cache hit, an error, the client
+ *    leaving), the reservation is settled with what the call really spent.
+ */
+export function budgetStage(settings: BudgetStageSettings): Stage {
+  const refusals = new Counter({
+    name: 'gateway_budget_refusals_total',
+    help: 'Calls refused by a limit, by whose limit (key or tenant) and which.',
+    labelNames: ['scope', 'limit'],
+    registers: [settings.registry],
+  });
+  return function enforceBudgets(call, next) {
+    const keyLimits = call.principal.limits;
+    const tenantLimits = activeLimits(call.tenant.settings.limits);
+    if (keyLimits === undefined && tenantLimits === undefined) return next();
+    return reserveAround(call, next, keyLimits, tenantLimits);
   };
+
+  async function reserveAround(call: Call, next: () => Promise<void>, keyLimits: Limits | undefined, tenantLimits: Limits | undefined) {
+    const now = settings.clock.now();
+    const counters = countersFor(call.principal.tenantId, call.principal.keyId, keyLimits, tenantLimits, now);
+    const estimate = estimateCall(call, settings.defaultOutputTokens, counters.some((c) => c.kind !== 'requests'));
+    const outcome = await settings.ledger.reserve(counters, estimate, now);
+    if (!outcome.ok) {
+      refusals.inc({ scope: outcome.counter.scope, limit: LIMIT_FIELD[outcome.counter.kind] });
+      throw limitExceeded(outcome.counter, outcome.state, estimate[outcome.counter.kind], now);
+    }
+    // On the raw response: written with the reply's own headers, a stream's head or an error alike.
+    const headers = rateLimitHeaders(counters, outcome.states, now);
+    for (const name in headers) call.response.setHeader(name, headers[name]!);
+    try {
+      await next();
+    } finally {
+      // Not awaited: the answer does not wait on the ledger (a settle never throws).
+      void outcome.reservation.settle(actualSpend(call));
+    }
+  }
 }

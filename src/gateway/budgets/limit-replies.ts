@@ -1,0 +1,95 @@
+import { HttpProblem } from '../../platform/errors.ts';
+import { formatUsd } from '../catalog/cost.ts';
+import { LIMIT_FIELD, LIMIT_KINDS, type LimitKind } from '../settings/limits.ts';
+import type { CounterSpec, CounterState } from './ledger.ts';
+
+/**
+ * What a client is told about its limits: on every answer of a limited
+ * call, OpenAI's `x-ratelimit-{limit,remaining,reset}-{requests,tokens}`
+ * headers (and `-usd` for a spending limit, named the same way); on a
+ * refusal, 429 in the OpenAI error shape naming the limit, whose it is,
+ * and when to retry.
+ */
+
+/** Header suffix per kind. */
+const UNIT: Record<LimitKind, string> = { requests: 'requests', tokens: 'tokens', usd: 'usd' };
+
+const whose = (counter: CounterSpec) => (counter.scope === 'key' ? 'this API key' : 'your tenant (all its API keys together)');
+
+const amountText = (kind: LimitKind, n: number) => (kind === 'usd' ? `$${formatUsd(n)}` : Math.ceil(n).toLocaleString('en-US'));
+
+/** OpenAI's duration format for the reset headers: `45s`, `6m0s`, `23h59m59s`. */
+export function resetText(ms: number): string {
+  const total = Math.max(1, Math.ceil(ms / 1000));
+  const h = Math.floor(total / 3600);
+  const m = Math.floor((total % 3600) / 60);
+  const s = total % 60;
+  return h > 0 ? `${h}h${m}m${s}s` : m > 0 ? `${m}m${s}s` : `${s}s`;
+}
+
+function remaining(counter: CounterSpec, state: CounterState): number {
+  const left = Math.max(0, counter.limit - state.used - state.reserved);
+  return counter.kind === 'usd' ? left : Math.floor(left);
+}
+
+function headersOf(counter: CounterSpec, state: CounterState, now: number, into: Record<string, string>): void {
+  const unit = UNIT[counter.kind];
+  const left = remaining(counter, state);
+  into[`x-ratelimit-limit-${unit}`] = counter.kind === 'usd' ? formatUsd(counter.limit) : String(counter.limit);
+  into[`x-ratelimit-remaining-${unit}`] = counter.kind === 'usd' ? formatUsd(left) : String(left);
+  into[`x-ratelimit-reset-${unit}`] = resetText(counter.window.end - now);
+}
+
+/** The headers of an admitted call: per kind, the tighter of the key's and the tenant's counters (the one with less left). */
+export function rateLimitHeaders(counters: readonly CounterSpec[], states: readonly CounterState[], now: number): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const kind of LIMIT_KINDS) {
+    let tightest = -1;
+    for (let i = 0; i < counters.length; i++) {
+      if (counters[i]!.kind !== kind) continue;
+      if (tightest === -1 || remaining(counters[i]!, states[i]!) < remaining(counters[tightest]!, states[tightest]!)) tightest = i;
+    }
+    if (tightest !== -1) headersOf(counters[tightest]!, states[tightest]!, now, headers);
+  }
+  return headers;
+}
+
+/**
+ * 429 for the counter that refused. Retry-After is the end of the window,
+ * except when only calls still in flight stand in the way of a tokens or
+ * USD limit (their estimates settle lower): then one second.
+ */
+export function limitExceeded(counter: CounterSpec, state: CounterState, amount: number, now: number): HttpProblem {
+  const kind = counter.kind;
+  const field = LIMIT_FIELD[kind];
+  const toReset = counter.window.end - now;
+  const inFlightOnly = kind !== 'requests' && state.used + amount <= counter.limit && state.reserved > 0;
+  const retryMs = inFlightOnly ? 1000 : toReset;
+  const retryS = Math.max(1, Math.ceil(retryMs / 1000));
+  const resetAt = new Date(counter.window.end).toISOString();
+  const taken = amountText(kind, state.used + state.reserved);
+  let detail: string;
+  let code: string;
+  let type: string;
+  if (kind === 'requests') {
+    code = 'rate_limit_exceeded';
+    type = 'requests';
+    detail = `Rate limit reached: ${whose(counter)} allows ${counter.limit} requests per minute. Retry after ${retryS} s.`;
+  } else {
+    const noun = kind === 'tokens' ? `${amountText(kind, counter.limit)} tokens per day (UTC)` : `${amountText(kind, counter.limit)} per month (UTC)`;
+    code = kind === 'tokens' ? 'token_limit_exceeded' : 'budget_exceeded';
+    type = kind === 'tokens' ? 'tokens' : 'insufficient_quota';
+    const head = kind === 'tokens' ? 'Token limit reached' : 'Spending limit reached';
+    const spent = kind === 'tokens' ? `${taken} tokens are used or reserved` : `${taken} is spent or reserved`;
+    const need = kind === 'tokens' ? `${amountText(kind, amount)} tokens` : amountText(kind, amount);
+    const when = amount > counter.limit
+      ? 'This request alone is larger than the limit: lower max_tokens (or max_completion_tokens).'
+      : inFlightOnly
+        ? 'Calls in flight hold the rest; retry in a moment.'
+        : `It resets at ${resetAt}.`;
+    detail = `${head}: ${whose(counter)} allows ${noun}; ${spent} and this request may need up to ${need}. ${when}`;
+  }
+  const headers: Record<string, string> = { 'retry-after': String(retryS), 'x-gateway-limit-exceeded': `${counter.scope}.${field}` };
+  headersOf(counter, state, now, headers);
+  return new HttpProblem(429, code, detail, { type, headers });
+}
