@@ -41,14 +41,23 @@ const sent = (request: ChatRequest, p: PromptCachePlan | undefined): any => JSON
 // biome-ignore lint/suspicious/noExplicitAny: walks the sent body
 function marks(body: any): string[] {
   const out: string[] = [];
-  body.tools?.forEach((t: { cache_control?: unknown }, i: number) => t.cache_control && out.push(`tools.${i}`));
-  body.system?.forEach((b: { cache_control?: unknown }, i: number) => b.cache_control && out.push(`system.${i}`));
-  body.messages.forEach((m: { content: { cache_control?: unknown; content?: unknown }[] }, i: number) =>
+  const visit = (block: { cache_control?: unknown; content?: unknown }, path: string) => {
+    if (block.cache_control) out.push(path);
+    if (Array.isArray(block.content)) block.content.forEach((inner, k) => {
+        visit(inner, `${path}.content.${k}`);
+      });
+  };
+  body.tools?.forEach((t: object, i: number) => {
+    visit(t, `tools.${i}`);
+  });
+  body.system?.forEach((b: object, i: number) => {
+    visit(b, `system.${i}`);
+  });
+  body.messages.forEach((m: { content: object[] }, i: number) => {
     m.content.forEach((b, j) => {
-      if (b.cache_control) out.push(`messages.${i}.${j}`);
-      if (Array.isArray(b.content)) b.content.forEach((inner: { cache_control?: unknown }, k: number) => inner.cache_control && out.push(`messages.${i}.${j}.content.${k}`));
-    }),
-  );
+      visit(b, `messages.${i}.${j}`);
+    });
+  });
   return out;
 }
 
