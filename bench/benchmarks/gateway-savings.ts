@@ -30,6 +30,7 @@ import type { Row } from '../lib/report.ts';
  * (and the X-Gateway-Cost-Saved headers, which must agree). The claim is
  * then reconciled with the measured difference. Sequential calls, no timing:
  * the figures are costs, so a busy machine changes nothing but the run time.
+ * BENCH_SAVINGS_SESSIONS=n replays only the first n sessions (a quick run).
  */
 
 interface Session {
@@ -67,7 +68,8 @@ interface Replay {
 function loadCorpus(): { name: string; sessions: Session[] } {
   const url = existsSync(CORPUS) ? CORPUS : SAMPLE;
   const lines = readFileSync(url, 'utf8').split('\n').filter((l) => l.trim() !== '');
-  return { name: url.pathname.split('/').pop()!, sessions: lines.map((l) => JSON.parse(l) as Session) };
+  const limit = Number(process.env['BENCH_SAVINGS_SESSIONS'] ?? lines.length);
+  return { name: url.pathname.split('/').pop()!, sessions: lines.slice(0, limit > 0 ? limit : lines.length).map((l) => JSON.parse(l) as Session) };
 }
 
 /** Each turn: the messages before an assistant message, and the tokens of that answer. */
