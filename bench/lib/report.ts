@@ -141,6 +141,14 @@ ratio against a baseline measured in the same run, or a latency bound that must 
 6. **Idle memory of each service** (bench/benchmarks/idle-memory.ts, bench/lib/idle-rss.ts): \`src/auth/main.ts\`,
    \`src/gateway/main.ts\` and \`src/main.ts\` started as the npm scripts run them (SQLite in a fresh DATA_DIR, nothing else
    configured), RSS read 2 s after the ready line, beside an idle Node process running TypeScript.
+7. **What the gateway saves** (bench/benchmarks/gateway-savings.ts): the transcript corpus (bench/corpus/transcripts.jsonl,
+   else the small sample.jsonl) replayed turn by turn, each turn a non-streamed request with the conversation so far and
+   \`X-Gateway-Session-Id\`, for \`anthropic/claude-sonnet-4-5\` and \`openai/gpt-5\`: sent directly to the fake provider (the
+   baseline; Anthropic requests as the adapter translates them, without prompt-cache hints), through the gateway with its
+   defaults, and with \`X-Gateway-Compact: aggressive\`, each against a fresh fake with its prompt-cache simulation on
+   (tools/fake-provider/README.md). The fake's answers are as long as the corpus's. Cost: what each fake billed, priced
+   with the catalog. The gateway's claim (the usage records' saved_* columns, and the X-Gateway-Cost-Saved headers) is
+   reconciled with the measured difference, net of the automatic cache hits the direct calls got themselves.
 
 ## Results
 

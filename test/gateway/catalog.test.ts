@@ -3,6 +3,7 @@ import { describe, test } from 'node:test';
 import { catalogEntry, listedModels, resolveModel } from '../../src/gateway/catalog/catalog.ts';
 import { costUsd, formatUsd } from '../../src/gateway/catalog/cost.ts';
 import { MODELS } from '../../src/gateway/catalog/models.ts';
+import { promptCacheSavedUsd } from '../../src/gateway/prompt-cache/savings.ts';
 import { findProvider } from '../../src/gateway/providers/registry.ts';
 
 const usage = (u: Partial<Parameters<typeof costUsd>[0]>) => ({
@@ -121,8 +122,51 @@ describe('cost', () => {
 
   test('formatUsd: plain decimals, no exponent, trailing zeros trimmed', () => {
     assert.equal(formatUsd(0), '0');
+    assert.equal(formatUsd(-0.00075), '-0.00075', 'a negative saving (a cache write premium)');
+    assert.equal(formatUsd(-1e-12), '0');
     assert.equal(formatUsd(0.0000015), '0.0000015');
     assert.equal(formatUsd(1.5), '1.5');
     assert.equal(formatUsd(12), '12');
+  });
+});
+
+describe('prompt-cache prices', () => {
+  test("Anthropic models: a 5-minute cache write costs 1.25 x input, a read 0.1 x input (Anthropic's multipliers)", () => {
+    const anthropic = MODELS.filter((m) => m.provider === 'anthropic' || m.id.startsWith('anthropic/'));
+    assert.ok(anthropic.length >= 4);
+    for (const m of anthropic) {
+      assert.ok(Math.abs(m.cacheWrite! - 1.25 * m.input) < 1e-9, `${m.id} write`);
+      assert.ok(Math.abs(m.cachedInput - 0.1 * m.input) < 1e-9, `${m.id} read`);
+    }
+  });
+
+  test('OpenAI models: cached input below input, no separate write price', () => {
+    for (const m of MODELS.filter((m) => m.provider === 'openai')) {
+      assert.ok(m.cachedInput < m.input, m.id);
+      assert.equal(m.cacheWrite, undefined, m.id);
+    }
+  });
+
+  const sonnet = catalogEntry('anthropic', 'claude-sonnet-4-5')!;
+  const mini = catalogEntry('openai', 'gpt-4o-mini')!;
+
+  test('the saving: reads at (input - cached) per token, less the write premium', () => {
+    const saved = promptCacheSavedUsd(usage({ promptTokens: 1_300_000, cachedTokens: 1_000_000, cacheWriteTokens: 200_000 }), sonnet);
+    assert.ok(Math.abs(saved - (1 * (3 - 0.3) - 0.2 * (3.75 - 3))) < 1e-12);
+    assert.ok(Math.abs(promptCacheSavedUsd(usage({ promptTokens: 1_000_000, cachedTokens: 400_000 }), mini) - 0.4 * 0.075) < 1e-12);
+  });
+
+  test('a first turn that only writes saves less than nothing; the saving plus the cost is the uncached cost', () => {
+    const u = usage({ promptTokens: 2_000_000, cacheWriteTokens: 1_500_000, completionTokens: 1000 });
+    assert.ok(promptCacheSavedUsd(u, sonnet) < 0);
+    const uncached = costUsd(usage({ promptTokens: 2_000_000, completionTokens: 1000 }), sonnet)!;
+    assert.ok(Math.abs(costUsd(u, sonnet)! + promptCacheSavedUsd(u, sonnet) - uncached) < 1e-12);
+    const read = usage({ promptTokens: 2_000_000, cachedTokens: 1_500_000, cacheWriteTokens: 300_000, completionTokens: 1000 });
+    assert.ok(Math.abs(costUsd(read, sonnet)! + promptCacheSavedUsd(read, sonnet) - uncached) < 1e-12);
+  });
+
+  test('no usage or no catalog entry: nothing claimed', () => {
+    assert.equal(promptCacheSavedUsd(undefined, sonnet), 0);
+    assert.equal(promptCacheSavedUsd(usage({ cachedTokens: 10 }), undefined), 0);
   });
 });

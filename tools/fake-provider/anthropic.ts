@@ -2,6 +2,9 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { type Content, contentFor, type OfferedTool, type Reply, splitArguments, splitText, textOf } from './answer.ts';
 import type { Behaviour } from './behaviour.ts';
 import { errorAnswer, streamErrorEvent } from './faults.ts';
+import type { BilledTokens } from './ledger.ts';
+import type { CacheFigures } from './prompt-cache.ts';
+import { checkCacheControl } from './prompt-cache-anthropic.ts';
 import { SSE_HEADERS, type StreamPlan, sseEvent } from './sse.ts';
 
 /**
@@ -27,6 +30,10 @@ export interface AnthropicContext {
   id: (prefix: string) => string;
   /** When set, the only accepted key. */
   apiKey: string | undefined;
+  /** Set when behaviour.promptCache is on: the prompt-cache simulation (prompt-cache-anthropic.ts) for a valid request. */
+  simulate?: ((body: Body, apiKey: string) => CacheFigures) | undefined;
+  /** Told the usage of every answer (the fake's ledger). */
+  bill?: ((model: string, usage: Omit<BilledTokens, 'calls'>) => void) | undefined;
 }
 
 export function createMessage(body: Body, headers: IncomingHttpHeaders, ctx: AnthropicContext): Reply {
@@ -54,10 +61,20 @@ export function createMessage(body: Body, headers: IncomingHttpHeaders, ctx: Ant
     chars += text.length;
     if (m.role === 'user') lastText = text;
   }
-  const content = contentFor(ctx.behaviour, lastText, chars, toolToUse(body, lastText), ctx.id('toolu_01'));
+  const cacheProblem = checkCacheControl(body);
+  if (cacheProblem !== undefined) return fail('invalid_request', cacheProblem);
+  const b = simulated(ctx, body, key);
+  const content = contentFor(b, lastText, chars, toolToUse(body, lastText), ctx.id('toolu_01'));
   const meta = { id: ctx.id('msg_01'), model: body['model'] };
+  ctx.bill?.(String(body['model']), {
+    promptTokens: content.promptTokens + b.cachedTokens + b.cacheCreationTokens,
+    cachedTokens: b.cachedTokens,
+    cacheWriteTokens: b.cacheCreationTokens,
+    completionTokens: content.completionTokens,
+    reasoningTokens: 0,
+  });
   if (body['stream'] === true) {
-    return { kind: 'stream', headers: { ...SSE_HEADERS, 'request-id': ctx.requestId }, plan: streamPlan(content, meta, ctx.behaviour) };
+    return { kind: 'stream', headers: { ...SSE_HEADERS, 'request-id': ctx.requestId }, plan: streamPlan(content, meta, b) };
   }
   const message = {
     ...meta,
@@ -66,9 +83,16 @@ export function createMessage(body: Body, headers: IncomingHttpHeaders, ctx: Ant
     content: [content.tool ? toolUse(content.tool, JSON.parse(content.tool.arguments)) : { type: 'text', text: content.text }],
     stop_reason: content.tool ? 'tool_use' : 'end_turn',
     stop_sequence: null,
-    usage: { ...inputUsage(content, ctx.behaviour), output_tokens: content.completionTokens, service_tier: 'standard' },
+    usage: { ...inputUsage(content, b), output_tokens: content.completionTokens, service_tier: 'standard' },
   };
   return { kind: 'answer', answer: { status: 200, headers: { 'content-type': 'application/json', 'request-id': ctx.requestId }, body: JSON.stringify(message) } };
+}
+
+/** The behaviour with the simulation's token counts, when it is on: input_tokens excludes cache reads and writes. */
+function simulated(ctx: AnthropicContext, body: Body, apiKey: string): Behaviour {
+  if (!ctx.simulate) return ctx.behaviour;
+  const f = ctx.simulate(body, apiKey);
+  return { ...ctx.behaviour, promptTokens: f.promptTokens - f.cacheReadTokens - f.cacheWriteTokens, cachedTokens: f.cacheReadTokens, cacheCreationTokens: f.cacheWriteTokens };
 }
 
 function toolToUse(body: Body, lastText: string): OfferedTool | undefined {

@@ -50,6 +50,14 @@ export interface Behaviour {
   faultAfterChunks: number;
   /** The Retry-After header of a 429, in seconds. */
   retryAfterS: number;
+  /**
+   * Simulate the providers' prompt caches (prompt-cache-anthropic.ts,
+   * prompt-cache-openai.ts): prompt tokens are then counted with
+   * gpt-tokenizer, and cache reads and writes follow from what earlier
+   * requests cached; `promptTokens`, `cachedTokens` and `cacheCreationTokens`
+   * are not used. Off by default.
+   */
+  promptCache: boolean;
 }
 
 export const DEFAULT_BEHAVIOUR: Behaviour = {
@@ -60,6 +68,7 @@ export const DEFAULT_BEHAVIOUR: Behaviour = {
   reasoningTokens: 0,
   faultAfterChunks: 1,
   retryAfterS: 1,
+  promptCache: false,
 };
 
 /** Per-request overrides, read only when present. The gateway does not forward unknown headers: tests of it use setBehaviour. */

@@ -8,7 +8,8 @@ import { createFakeProvider } from './server.ts';
  * Prints one JSON line {"url", "port"} when listening; stops on SIGINT or
  * SIGTERM. Options: --host, --port, --latency-ms, --chunk-delay-ms,
  * --chunks, --text, --fault, --fault-after-chunks, --prompt-tokens,
- * --completion-tokens, --api-key, --record (calls kept, default 0 here).
+ * --completion-tokens, --api-key, --record (calls kept, default 0 here),
+ * --prompt-cache (simulate the providers' prompt caches), --prompt-cache-machines.
  */
 const { values } = parseArgs({
   options: {
@@ -24,6 +25,8 @@ const { values } = parseArgs({
     'completion-tokens': { type: 'string' },
     'api-key': { type: 'string' },
     record: { type: 'string', default: '0' },
+    'prompt-cache': { type: 'boolean' },
+    'prompt-cache-machines': { type: 'string' },
   },
 });
 
@@ -59,11 +62,15 @@ if (values.fault !== undefined) {
   behaviour.fault = values.fault as Fault;
 }
 
+if (values['prompt-cache'] === true) behaviour.promptCache = true;
+const machines = whole('prompt-cache-machines', values['prompt-cache-machines']);
+
 const provider = await createFakeProvider({
   host: values.host,
   port: whole('port', values.port) ?? 0,
   behaviour,
   record: whole('record', values.record) ?? 0,
+  ...(machines !== undefined ? { promptCache: { machines } } : {}),
   ...(values['api-key'] !== undefined ? { apiKey: values['api-key'] } : {}),
 });
 process.stdout.write(`${JSON.stringify({ url: provider.url, port: provider.port })}\n`);

@@ -2,6 +2,8 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { type Content, contentFor, type OfferedTool, type Reply, splitArguments, splitText, textOf } from './answer.ts';
 import type { Behaviour } from './behaviour.ts';
 import { errorAnswer, streamErrorEvent } from './faults.ts';
+import type { BilledTokens } from './ledger.ts';
+import type { CacheFigures } from './prompt-cache.ts';
 import { SSE_HEADERS, type StreamPlan, sseData } from './sse.ts';
 
 /**
@@ -25,6 +27,10 @@ export interface OpenAIContext {
   id: (prefix: string) => string;
   /** When set, the only accepted bearer key. */
   apiKey: string | undefined;
+  /** Set when behaviour.promptCache is on: the prompt-cache simulation (prompt-cache-openai.ts) for a valid request. */
+  simulate?: ((body: Body, apiKey: string) => CacheFigures) | undefined;
+  /** Told the usage of every answer (the fake's ledger). */
+  bill?: ((model: string, usage: Omit<BilledTokens, 'calls'>) => void) | undefined;
 }
 
 export function chatCompletion(body: Body, headers: IncomingHttpHeaders, ctx: OpenAIContext): Reply {
@@ -51,13 +57,21 @@ export function chatCompletion(body: Body, headers: IncomingHttpHeaders, ctx: Op
     chars += text.length;
     if (m?.role === 'user' || m?.role === 'tool') lastText = text;
   }
-  const content = contentFor(ctx.behaviour, lastText, chars, toolToCall(body, lastText), ctx.id('call_'));
+  const b = simulated(ctx, body, auth.slice(7));
+  const content = contentFor(b, lastText, chars, toolToCall(body, lastText), ctx.id('call_'));
   const model = body['model'];
+  ctx.bill?.(String(model), {
+    promptTokens: content.promptTokens,
+    cachedTokens: b.cachedTokens,
+    cacheWriteTokens: 0,
+    completionTokens: content.completionTokens,
+    reasoningTokens: b.reasoningTokens,
+  });
   const id = ctx.id('chatcmpl-');
   const created = Math.floor(Date.now() / 1000);
   if (body['stream'] === true) {
     const includeUsage = (body['stream_options'] as { include_usage?: unknown } | undefined)?.include_usage === true;
-    return { kind: 'stream', headers: { ...SSE_HEADERS, 'x-request-id': ctx.requestId }, plan: streamPlan(content, { id, created, model }, includeUsage, ctx.behaviour) };
+    return { kind: 'stream', headers: { ...SSE_HEADERS, 'x-request-id': ctx.requestId }, plan: streamPlan(content, { id, created, model }, includeUsage, b) };
   }
   const message = content.tool
     ? { role: 'assistant', content: null, tool_calls: [toolCall(content.tool)], refusal: null, annotations: [] }
@@ -68,11 +82,18 @@ export function chatCompletion(body: Body, headers: IncomingHttpHeaders, ctx: Op
     created,
     model,
     choices: [{ index: 0, message, logprobs: null, finish_reason: content.tool ? 'tool_calls' : 'stop' }],
-    usage: usage(content, ctx.behaviour),
+    usage: usage(content, b),
     service_tier: 'default',
     system_fingerprint: 'fp_fake',
   };
   return { kind: 'answer', answer: { status: 200, headers: { ...JSON_HEADERS, 'x-request-id': ctx.requestId }, body: JSON.stringify(completion) } };
+}
+
+/** The behaviour with the simulation's token counts, when it is on: prompt_tokens includes the cached ones. */
+function simulated(ctx: OpenAIContext, body: Body, apiKey: string): Behaviour {
+  if (!ctx.simulate) return ctx.behaviour;
+  const figures = ctx.simulate(body, apiKey);
+  return { ...ctx.behaviour, promptTokens: figures.promptTokens, cachedTokens: figures.cacheReadTokens, cacheCreationTokens: 0 };
 }
 
 function toolToCall(body: Body, lastText: string): OfferedTool | undefined {

@@ -5,6 +5,10 @@ import { idMaker, type Reply } from './answer.ts';
 import { createMessage, modelList as anthropicModels } from './anthropic.ts';
 import { type Behaviour, Behaviours, withHeaders } from './behaviour.ts';
 import { type Answer, errorAnswer, type Format, faultAnswer } from './faults.ts';
+import { UsageLedger } from './ledger.ts';
+import { DEFAULT_MACHINES, DEFAULT_TTL_MS, type PromptCacheOptions } from './prompt-cache.ts';
+import { AnthropicPromptCache } from './prompt-cache-anthropic.ts';
+import { OpenAiPromptCache } from './prompt-cache-openai.ts';
 import { chatCompletion, modelList as openaiModels } from './openai.ts';
 import { sendStream } from './sse.ts';
 
@@ -33,6 +37,8 @@ export interface FakeProviderOptions {
   apiKey?: string;
   /** How many of the latest calls to keep for assertions (default 50; 0 keeps none: benchmarks). */
   record?: number;
+  /** The prompt-cache simulation's TTL, machines and clock (it runs when behaviour.promptCache is on). */
+  promptCache?: PromptCacheOptions;
 }
 
 export interface RecordedCall {
@@ -78,9 +84,11 @@ export interface FakeProvider {
   url: string;
   port: number;
   calls: CallLog;
+  /** The token counts of every answer, per model (kept whatever `record` says). */
+  ledger: UsageLedger;
   /** Without `scope`, changes the server-wide behaviour; with `{requests: n}`, only the next n model requests. */
   setBehaviour(patch: Partial<Behaviour>, scope?: { requests: number }): void;
-  /** Back to the starting behaviour; call log emptied. */
+  /** Back to the starting behaviour; call log, ledger and prompt caches emptied. */
   reset(): void;
   /** Stops listening and cuts every open connection (hung requests included). */
   close(): Promise<void>;
@@ -121,6 +129,14 @@ export async function createFakeProvider(options: FakeProviderOptions = {}): Pro
   const calls = new CallLog(options.record ?? 50);
   const models = options.models ?? DEFAULT_MODELS;
   const id = idMaker();
+  const ledger = new UsageLedger();
+  const ttlMs = options.promptCache?.ttlMs ?? DEFAULT_TTL_MS;
+  const now = options.promptCache?.now ?? Date.now;
+  const caches = {
+    openai: new OpenAiPromptCache(options.promptCache?.machines ?? DEFAULT_MACHINES, ttlMs, now),
+    anthropic: new AnthropicPromptCache(ttlMs, now),
+  };
+  const bill = ledger.add.bind(ledger);
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     calls.count++;
@@ -168,7 +184,8 @@ export async function createFakeProvider(options: FakeProviderOptions = {}): Pro
       send(res, fault);
       return;
     }
-    const ctx = { behaviour, requestId, id, apiKey: options.apiKey };
+    const simulate = behaviour.promptCache ? caches[format].simulate.bind(caches[format]) : undefined;
+    const ctx = { behaviour, requestId, id, apiKey: options.apiKey, simulate, bill };
     const reply: Reply = format === 'openai' ? chatCompletion(fields, req.headers, ctx) : createMessage(fields, req.headers, ctx);
     if (reply.kind === 'stream') {
       res.writeHead(200, reply.headers);
@@ -201,10 +218,14 @@ export async function createFakeProvider(options: FakeProviderOptions = {}): Pro
     url: `http://${host}:${port}`,
     port,
     calls,
+    ledger,
     setBehaviour: (patch, scope) => behaviours.set(patch, scope),
     reset() {
       behaviours.reset();
       calls.clear();
+      ledger.clear();
+      caches.openai.clear();
+      caches.anthropic.clear();
     },
     close: () =>
       new Promise<void>((resolve, reject) => {

@@ -20,8 +20,9 @@ export function costUsd(usage: TokenUsage, entry: CatalogModel | undefined): num
   return micro / 1_000_000;
 }
 
-/** A cost as a header or log value: plain decimal, at most 10 places, no exponent. */
+/** A cost as a header or log value: plain decimal, at most 10 places, no exponent (a saving can be negative: a cache write's premium). */
 export function formatUsd(usd: number | undefined): string {
   if (usd === undefined) return 'unknown';
-  return usd.toFixed(10).replace(/\.?0+$/, '') || '0';
+  const text = usd.toFixed(10).replace(/\.?0+$/, '');
+  return text === '' || text === '-0' ? '0' : text;
 }

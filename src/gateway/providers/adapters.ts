@@ -8,7 +8,7 @@ export interface AdapterOptions {
   anthropicDefaultMaxTokens: number;
 }
 
-type AdapterInfo = Pick<ProviderInfo, 'format' | 'name' | 'streamUsage'>;
+type AdapterInfo = Pick<ProviderInfo, 'format' | 'name' | 'streamUsage' | 'promptCacheKey'>;
 
 /** Wire format -> adapter factory: data, not a switch. The provider's name appears in error messages. */
 const FACTORIES: Record<WireFormat, (provider: AdapterInfo, options: AdapterOptions) => ProviderAdapter> = {

@@ -19,6 +19,16 @@ export interface ProviderInfo {
    * extra_forbidden), so the field is not sent.
    */
   streamUsage?: 'always';
+  /**
+   * How the provider takes a prompt-cache routing key (the prompt-cache
+   * stage's plan.key), so a conversation's turns reach the machine holding
+   * its prefix. 'prompt_cache_key': OpenAI's body field (chat completions
+   * reference). 'x-grok-conv-id': xAI's header, its routing key on chat
+   * completions (its prompt_cache_key works only on the Responses API).
+   * Unset: never sent; a field a provider does not document can be refused
+   * (Mistral answers unknown fields with 422 extra_forbidden, Groq with 400).
+   */
+  promptCacheKey?: 'prompt_cache_key' | 'x-grok-conv-id';
 }
 
 const openai = (id: string, name: string, baseUrl: string): ProviderInfo => ({
@@ -30,14 +40,14 @@ const openai = (id: string, name: string, baseUrl: string): ProviderInfo => ({
 });
 
 export const PROVIDERS: readonly ProviderInfo[] = [
-  openai('openai', 'OpenAI', 'https://api.openai.com/v1'),
+  { ...openai('openai', 'OpenAI', 'https://api.openai.com/v1'), promptCacheKey: 'prompt_cache_key' },
   openai('groq', 'Groq', 'https://api.groq.com/openai/v1'),
   { ...openai('mistral', 'Mistral', 'https://api.mistral.ai/v1'), streamUsage: 'always' },
   openai('together', 'Together AI', 'https://api.together.xyz/v1'),
   openai('deepseek', 'DeepSeek', 'https://api.deepseek.com/v1'),
   openai('fireworks', 'Fireworks AI', 'https://api.fireworks.ai/inference/v1'),
   openai('openrouter', 'OpenRouter', 'https://openrouter.ai/api/v1'),
-  openai('xai', 'xAI', 'https://api.x.ai/v1'),
+  { ...openai('xai', 'xAI', 'https://api.x.ai/v1'), promptCacheKey: 'x-grok-conv-id' },
   { id: 'openai-compatible', name: 'OpenAI-compatible server', format: 'openai', baseUrl: undefined, requiresBaseUrl: true },
   { id: 'anthropic', name: 'Anthropic', format: 'anthropic', baseUrl: 'https://api.anthropic.com/v1', requiresBaseUrl: false },
 ];

@@ -1,8 +1,48 @@
-import type { Stage } from '../call.ts';
+import { anthropicMinimum } from '../../prompt-cache/minimum.ts';
+import { promptCacheKey } from '../../prompt-cache/cache-key.ts';
+import { promptCacheWanted } from '../../prompt-cache/mode.ts';
+import { planPromptCache } from '../../prompt-cache/plan.ts';
+import { promptCacheSavedUsd } from '../../prompt-cache/savings.ts';
+import type { CallTarget, Stage } from '../call.ts';
 
-/** Provider prompt caching (issue 8): cache_control breakpoints, prompt_cache_key. Not built yet: passes the call on. */
+/**
+ * Provider prompt caching: the gateway marks where a request's stable
+ * prefix ends so the provider caches it, and counts what that saved.
+ * 1. Whether: X-Gateway-Prompt-Cache (on, off), else the tenant's
+ *    prompt_cache.enabled for calls with X-Gateway-Session-Id (mode.ts).
+ * 2. The plan, decided once on the OpenAI-shaped request (prompt-cache/plan.ts):
+ *    Anthropic breakpoints, only when a target speaks Anthropic's format and
+ *    only on prefixes that reach its minimum; the prompt_cache_key, only
+ *    when a target takes one and the client set none. The upstream stage
+ *    hands it to the adapter of every attempt, fallbacks included.
+ * 3. After the call (usage is final then, streams included): the saving
+ *    against the same prompt uncached, at the catalog prices of the model
+ *    that answered (prompt-cache/savings.ts); a first turn's write premium
+ *    makes it negative.
+ */
 export function promptCacheStage(): Stage {
-  return function placePromptCache(_call, next) {
-    return next();
+  return async function placePromptCache(call, next) {
+    if (!promptCacheWanted(call.headers, call.tenant.settings.prompt_cache, call.sessionId)) return next();
+    const targets = call.targets.length > 0 ? call.targets : call.target ? [call.target] : [];
+    const takesKey = targets.some((t) => t.provider.promptCacheKey !== undefined) && call.body['prompt_cache_key'] === undefined;
+    call.promptCache = planPromptCache({
+      messages: call.body.messages,
+      tools: call.body['tools'],
+      minimum: breakpointMinimum(targets),
+      key: takesKey ? promptCacheKey(call.principal.tenantId, call.sessionId) : undefined,
+    });
+    await next();
+    if (call.promptCache !== undefined) call.saved.promptCache = promptCacheSavedUsd(call.usage, call.target?.entry);
   };
+}
+
+/** The smallest minimum among the targets that take breakpoints (Anthropic's format); undefined: none does. */
+function breakpointMinimum(targets: readonly CallTarget[]): number | undefined {
+  let minimum: number | undefined;
+  for (const t of targets) {
+    if (t.provider.format !== 'anthropic') continue;
+    const m = anthropicMinimum(t.model);
+    minimum = minimum === undefined ? m : Math.min(minimum, m);
+  }
+  return minimum;
 }

@@ -20,11 +20,16 @@ export interface Turn {
  *    alternation; parallel tool results thus share one user turn;
  * 6. in a user turn, tool_result blocks come before any other block, as
  *    Anthropic requires.
+ * `ends[i]` is the last block messages[i] became (undefined for a system
+ * message or one without content): where a prompt-cache breakpoint after
+ * that message goes.
  */
-export function translateMessages(messages: unknown[]): { system: JsonObject[]; turns: Turn[] } {
+export function translateMessages(messages: unknown[]): { system: JsonObject[]; turns: Turn[]; ends: (JsonObject | undefined)[] } {
   const system: JsonObject[] = [];
   const turns: Turn[] = [];
+  const ends: (JsonObject | undefined)[] = [];
   const add = (role: Turn['role'], blocks: JsonObject[]) => {
+    ends.push(blocks.at(-1));
     if (blocks.length === 0) return;
     const last = turns[turns.length - 1];
     if (last !== undefined && last.role === role) last.content.push(...blocks);
@@ -35,14 +40,16 @@ export function translateMessages(messages: unknown[]): { system: JsonObject[]; 
     const param = `messages[${i}]`;
     if (!isObject(message)) throw invalidBody(param, `${param} must be an object.`);
     const role = message['role'];
-    if (role === 'system' || role === 'developer') system.push(...textBlocks(message['content'], `${param}.content`));
-    else if (role === 'user') add('user', contentBlocks(message['content'], `${param}.content`));
+    if (role === 'system' || role === 'developer') {
+      system.push(...textBlocks(message['content'], `${param}.content`));
+      ends.push(undefined);
+    } else if (role === 'user') add('user', contentBlocks(message['content'], `${param}.content`));
     else if (role === 'assistant') add('assistant', assistantBlocks(message, param));
     else if (role === 'tool') add('user', [toolResult(message, param)]);
     else throw invalidBody(`${param}.role`, `${param}.role "${String(role)}" cannot be sent to Anthropic models.`);
   }
   for (const turn of turns) if (turn.role === 'user') resultsFirst(turn.content);
-  return { system, turns };
+  return { system, turns, ends };
 }
 
 function assistantBlocks(message: JsonObject, param: string): JsonObject[] {

@@ -3,6 +3,7 @@ import { invalidBody } from '../../openai-errors.ts';
 import { isObject, type JsonObject } from '../json.ts';
 import type { CallContext, ChatRequest, UpstreamRequest } from '../types.ts';
 import { joinPath } from '../upstream-path.ts';
+import { placeBreakpoints } from './cache-control.ts';
 import { translateMessages } from './messages.ts';
 import { translateToolChoice, translateTools } from './tools.ts';
 
@@ -23,6 +24,9 @@ export interface AnthropicRequestOptions {
  *   top_k (Anthropic's own, sent by some clients) as it is;
  * - tools, tool_choice, parallel_tool_calls: tools.ts;
  * - user (or safety_identifier) -> metadata.user_id; stream as it is;
+ * - the prompt-cache plan (ctx.promptCache) -> cache_control breakpoints
+ *   (cache-control.ts); the client's own cache_control on tools and content
+ *   parts is carried over as it is;
  * - n above 1: refused, Anthropic returns one answer;
  * - response_format json_object or json_schema: refused with a 400, since
  *   Anthropic has no equivalent and an instruction in the prompt would
@@ -37,7 +41,7 @@ export interface AnthropicRequestOptions {
 export function chatRequest(request: ChatRequest, ctx: CallContext, options: AnthropicRequestOptions): UpstreamRequest {
   checkUnsupported(request);
   if (!Array.isArray(request.messages)) throw invalidBody('messages', 'messages must be an array.');
-  const { system, turns } = translateMessages(request.messages);
+  const { system, turns, ends } = translateMessages(request.messages);
   const body: JsonObject = { model: ctx.model, max_tokens: maxTokens(request, options) };
   if (system.length > 0) body['system'] = system;
   body['messages'] = turns;
@@ -53,6 +57,7 @@ export function chatRequest(request: ChatRequest, ctx: CallContext, options: Ant
     const choice = translateToolChoice(request['tool_choice'], request['parallel_tool_calls']);
     if (choice !== undefined) body['tool_choice'] = choice;
   }
+  if (ctx.promptCache !== undefined) placeBreakpoints({ tools, system, turns, ends }, ctx.promptCache);
   const user = typeof request['user'] === 'string' ? request['user'] : request['safety_identifier'];
   if (typeof user === 'string' && user !== '') body['metadata'] = { user_id: user };
   if (request.stream === true) body['stream'] = true;

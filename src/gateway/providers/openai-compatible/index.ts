@@ -9,12 +9,13 @@ import { OpenAiCompatibleStream } from './stream.ts';
  * The adapter for providers that speak OpenAI's chat completions (OpenAI,
  * Groq, Mistral, DeepSeek, vLLM, ...): a pass-through that reads usage.
  * The provider's name appears in error messages; its streamUsage says
- * whether to ask for stream usage (request.ts).
+ * whether to ask for stream usage, its promptCacheKey how it takes a
+ * prompt-cache key (request.ts).
  */
-export function openAiCompatibleAdapter(info: Pick<ProviderInfo, 'name' | 'streamUsage'>): ProviderAdapter {
+export function openAiCompatibleAdapter(info: Pick<ProviderInfo, 'name' | 'streamUsage' | 'promptCacheKey'>): ProviderAdapter {
   const provider = info.name;
   return {
-    chatRequest: (request, ctx) => chatRequest(request, ctx, info.streamUsage),
+    chatRequest: (request, ctx) => chatRequest(request, ctx, info),
     chatResponse: (status, body) => chatResponse(provider, status, body),
     chatStream: (_ctx, options) => new OpenAiCompatibleStream(provider, options),
     upstreamError: (status, body, headers) => upstreamError(provider, status, body, headers),

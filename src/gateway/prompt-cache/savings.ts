@@ -1,0 +1,17 @@
+import type { CatalogModel } from '../catalog/models.ts';
+import type { TokenUsage } from '../providers/types.ts';
+
+/**
+ * What the provider's prompt cache saved on one call, in USD, against the
+ * same prompt sent uncached: every token read from the cache cost the
+ * cached price instead of the input price, and every token written cost the
+ * write price instead (Anthropic's 1.25 x input, a premium, so a first turn
+ * saves less than nothing). Per million tokens, at the catalog's prices of
+ * the model that answered; 0 when the model has no catalog entry.
+ */
+export function promptCacheSavedUsd(usage: TokenUsage | undefined, entry: CatalogModel | undefined): number {
+  if (usage === undefined || entry === undefined) return 0;
+  const readSaving = usage.cachedTokens * (entry.input - entry.cachedInput);
+  const writePremium = usage.cacheWriteTokens * ((entry.cacheWrite ?? entry.input) - entry.input);
+  return (readSaving - writePremium) / 1_000_000;
+}
