@@ -1,4 +1,4 @@
-import type { ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import type { FastifyBaseLogger } from 'fastify';
 import type { CatalogModel } from '../catalog/models.ts';
 import type { ApiKeyPrincipal } from '../data-plane/api-key-auth.ts';
@@ -62,6 +62,8 @@ export interface Call {
   readonly modelRequested: string;
   readonly sessionId: string | undefined;
   readonly tag: string | undefined;
+  /** The request's headers, for stages that read one of their own (X-Gateway-Compact). */
+  readonly headers: IncomingHttpHeaders;
   /** Fires when the client goes away before the answer is complete: the upstream request is aborted. */
   readonly signal: AbortSignal;
   readonly log: FastifyBaseLogger;

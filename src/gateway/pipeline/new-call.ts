@@ -46,6 +46,7 @@ export function newCall(
     modelRequested: body.model,
     sessionId,
     tag,
+    headers: request.headers,
     signal: controller.signal,
     log: request.log,
     response: res,

@@ -47,7 +47,7 @@ export interface PipelineDeps {
 export function buildPipeline(deps: PipelineDeps): (call: Call) => Promise<void> {
   return compose([
     usageStage(deps.usage, deps.metrics),
-    compactionStage(),
+    compactionStage(deps.config.compactDefault),
     resolveModelStage(deps.adapters),
     budgetStage(),
     cacheStage(),
