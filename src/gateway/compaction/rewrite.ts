@@ -22,7 +22,16 @@ export interface Rewritten {
  * every later turn, and the providers' prompt caches keep hitting.
  * Untouched messages are passed through as the same objects.
  */
-export function rewriteMessages(messages: readonly Message[], options: { cutToolOutputs: boolean; keep?: readonly boolean[] }): Rewritten {
+export interface RewriteOptions {
+  cutToolOutputs: boolean;
+  /** The messages to keep (all when absent): drop-turns' choice. */
+  keep?: readonly boolean[];
+  /** Turn one strategy off (the benchmark measures each alone); both on unless false. */
+  whitespace?: boolean;
+  repeats?: boolean;
+}
+
+export function rewriteMessages(messages: readonly Message[], options: RewriteOptions): Rewritten {
   const out: Message[] = [];
   const origin: number[] = [];
   const applied = new Set<Strategy>();
@@ -38,8 +47,8 @@ export function rewriteMessages(messages: readonly Message[], options: { cutTool
       out.push(message);
       continue;
     }
-    const normalized = mapText(message.content, normalizeWhitespace);
-    const reference = repeats.seen(textOf(normalized), message, toolNames);
+    const normalized = options.whitespace === false ? message.content : mapText(message.content, normalizeWhitespace);
+    const reference = options.repeats === false ? undefined : repeats.seen(textOf(normalized), message, toolNames);
     let content = normalized;
     if (reference !== undefined) {
       content = typeof normalized === 'string' ? reference : [{ type: 'text', text: reference }];
