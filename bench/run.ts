@@ -3,6 +3,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gatewayComparison } from './benchmarks/gateway.ts';
+import { compactionBenchmark } from './benchmarks/gateway-compaction.ts';
 import { gatewaySavings } from './benchmarks/gateway-savings.ts';
 import { loginAndLatency } from './benchmarks/login.ts';
 import { oauthThroughput } from './benchmarks/oauth.ts';
@@ -23,13 +24,17 @@ import type { AuthInfo } from './servers/auth-info.ts';
  * (login: benchmarks 1 and 2; me: 3; oauth: 4) and prints their table
  * without rewriting docs/BENCHMARKS.md, which holds whole runs only.
  * `npm run bench -- gateway` runs the gateway comparison and the
- * services' idle memory (bench/benchmarks/gateway.ts); `npm run bench --
- * savings` what the gateway saves on the transcript corpus
- * (bench/benchmarks/gateway-savings.ts).
+ * services' idle memory (bench/benchmarks/gateway.ts). The gateway's
+ * pipeline parts run on their own: `compaction` (prompt compaction on the
+ * transcript corpus, in process: bench/benchmarks/gateway-compaction.ts) and
+ * `savings` (what the gateway saves on the corpus:
+ * bench/benchmarks/gateway-savings.ts).
  */
-const PARTS = ['login', 'me', 'oauth', 'gateway', 'savings'] as const;
+const PARTS = ['login', 'me', 'oauth', 'gateway', 'compaction', 'savings'] as const;
 type Part = (typeof PARTS)[number];
-const WHOLE: readonly Part[] = ['login', 'me', 'oauth', 'gateway', 'savings'];
+const WHOLE: readonly Part[] = PARTS;
+/** Parts that need no account-service servers. */
+const GATEWAY_ONLY: ReadonlySet<Part> = new Set(['compaction', 'savings']);
 const asked = process.argv.slice(2);
 for (const a of asked) {
   if (!(PARTS as readonly string[]).includes(a)) {
@@ -39,11 +44,12 @@ for (const a of asked) {
 }
 const parts = new Set<Part>(asked.length ? (asked as Part[]) : WHOLE);
 const whole = parts.size === WHOLE.length && WHOLE.every((p) => parts.has(p));
-const authParts = WHOLE.some((p) => p !== 'savings' && parts.has(p));
+const authParts = WHOLE.some((p) => !GATEWAY_ONLY.has(p) && parts.has(p));
 
 const CORES = availableParallelism();
 // The gateway part sends 100,000 requests through each target, Portkey's at about 1k/s.
-const TIME_LIMIT_MS = (authParts ? 175_000 : 0) + (parts.has('gateway') ? 420_000 : 0) + (parts.has('savings') ? 300_000 : 0);
+const PART_LIMIT_MS: Partial<Record<Part, number>> = { gateway: 420_000, compaction: 180_000, savings: 300_000 };
+const TIME_LIMIT_MS = (authParts ? 175_000 : 0) + [...parts].reduce((sum, p) => sum + (PART_LIMIT_MS[p] ?? 0), 0);
 
 const ROOT = new URL('../', import.meta.url);
 const DOC = new URL('docs/BENCHMARKS.md', ROOT);
@@ -53,10 +59,12 @@ async function main(servers: ChildServer<unknown>[], dataDir: string) {
   const gateway = parts.has('gateway') ? await gatewayComparison() : undefined;
   const savings = parts.has('savings') ? await gatewaySavings() : undefined;
   const auth = authParts ? await authBenchmarks(servers, dataDir) : undefined;
+  const compaction = parts.has('compaction') ? await compactionBenchmark() : undefined;
+  const results = [auth, gateway, compaction, savings];
   return {
-    rows: [...(auth?.rows ?? []), ...(gateway?.rows ?? []), ...(savings?.rows ?? [])],
-    details: [...(auth?.details ?? []), ...(gateway?.details ?? []), ...(savings?.details ?? [])],
-    raw: { ...auth?.raw, ...gateway?.raw, ...savings?.raw },
+    rows: results.flatMap((r) => r?.rows ?? []),
+    details: results.flatMap((r) => r?.details ?? []),
+    raw: Object.assign({}, ...results.map((r) => r?.raw)),
   };
 }
 

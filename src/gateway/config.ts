@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { devSecret, EnvReader, parseKey, type RateSetting } from '../platform/config.ts';
 import { readSharedSettings, type SharedSettings } from '../platform/settings.ts';
 import { parseTrustProxy, type TrustProxy } from '../platform/trust-proxy.ts';
+import { COMPACT_MODE_TEXT, type CompactMode, parseCompactMode } from './compaction/mode.ts';
 
 export type SignupMode = 'open' | 'closed' | 'token';
 
@@ -33,6 +34,8 @@ export interface GatewayConfig extends SharedSettings {
   controlBodyLimit: number;
   /** Data-plane bodies (agent transcripts and base64 images are large): over it, 413 in the OpenAI shape. */
   bodyLimit: number;
+  /** Prompt compaction when neither X-Gateway-Compact nor the tenant's setting names one (docs/gateway-compaction.md). */
+  compactDefault: CompactMode;
   upstream: {
     connectTimeoutMs: number;
     /** Until the response headers arrive (a non-streamed answer is entirely within it). */
@@ -85,6 +88,8 @@ export function loadGatewayConfig(env: Record<string, string | undefined> = proc
   const trustProxy = parseTrustProxy('GATEWAY_TRUST_PROXY', r.string('GATEWAY_TRUST_PROXY'));
   if ('problem' in trustProxy) r.problems.push(trustProxy.problem);
   const allowPrivateUpstreams = parsePrivateUpstreams(r.string('GATEWAY_ALLOW_PRIVATE_UPSTREAMS'), r.problems);
+  const compactDefault = parseCompactMode(r.string('GATEWAY_COMPACT_DEFAULT') ?? 'off');
+  if (!compactDefault) r.problems.push(`GATEWAY_COMPACT_DEFAULT must be ${COMPACT_MODE_TEXT}`);
 
   const config: GatewayConfig = {
     ...shared,
@@ -108,6 +113,7 @@ export function loadGatewayConfig(env: Record<string, string | undefined> = proc
     trustProxy: 'value' in trustProxy ? trustProxy.value : false,
     controlBodyLimit: 64 * 1024,
     bodyLimit: r.int('GATEWAY_BODY_LIMIT_BYTES', 32 * 1024 * 1024, 1024, 512 * 1024 * 1024),
+    compactDefault: compactDefault ?? { kind: 'off' },
     upstream: {
       connectTimeoutMs: r.int('GATEWAY_UPSTREAM_CONNECT_TIMEOUT_MS', 10_000, 100, 600_000),
       firstByteTimeoutMs: r.int('GATEWAY_UPSTREAM_FIRST_BYTE_TIMEOUT_MS', 300_000, 100, 3_600_000),

@@ -62,7 +62,7 @@ export interface Call {
   readonly modelRequested: string;
   readonly sessionId: string | undefined;
   readonly tag: string | undefined;
-  /** The request's headers, for stages that take a per-call X-Gateway-* instruction (X-Gateway-Prompt-Cache). */
+  /** The request's headers, for stages that take a per-call instruction (X-Gateway-Compact, X-Gateway-Prompt-Cache). */
   readonly headers: IncomingHttpHeaders;
   /** Fires when the client goes away before the answer is complete: the upstream request is aborted. */
   readonly signal: AbortSignal;

@@ -50,7 +50,7 @@ export interface PipelineDeps {
 export function buildPipeline(deps: PipelineDeps): (call: Call) => Promise<void> {
   return compose([
     usageStage(deps.usage, deps.metrics),
-    compactionStage(),
+    compactionStage(deps.config.compactDefault),
     resolveModelStage(deps.adapters),
     budgetStage({ ledger: deps.budgets, clock: deps.clock, defaultOutputTokens: deps.config.budgets.defaultOutputTokens, registry: deps.registry }),
     cacheStage(),

@@ -1,8 +1,57 @@
-import type { Stage } from '../call.ts';
+import { HttpProblem } from '../../../platform/errors.ts';
+import type { Message } from '../../compaction/messages.ts';
+import { COMPACT_MODE_TEXT, type CompactMode, parseCompactMode } from '../../compaction/mode.ts';
+import { compactMessages } from '../../compaction/planner.ts';
+import { PromptTokenCounter } from '../../compaction/token-counts.ts';
+import { invalidHeader } from '../../openai-errors.ts';
+import type { Call, Stage } from '../call.ts';
 
-/** Prompt compaction (issue 8): X-Gateway-Compact or the tenant's default. Not built yet: passes the call on. */
-export function compactionStage(): Stage {
-  return function compactPrompt(_call, next) {
-    return next();
+/**
+ * Prompt compaction (docs/gateway-compaction.md), the second stage, so that
+ * the cache key and everything after see the prompt as it will be sent.
+ * The mode: X-Gateway-Compact, else the tenant's `settings.compaction.default`,
+ * else GATEWAY_COMPACT_DEFAULT. `off` does nothing at all (the body goes on
+ * as the same object). What it removed is counted with the token counter
+ * (src/gateway/tokens.ts) and, once the call has been made, priced at the
+ * input price of the model that answered.
+ */
+export function compactionStage(gatewayDefault: CompactMode): Stage {
+  const counter = new PromptTokenCounter();
+  return async function compactPrompt(call, next) {
+    const mode = modeOf(call, gatewayDefault);
+    if (mode.kind === 'off') return next();
+    const body = call.body;
+    const compacted = compactMessages(body.messages as Message[], body.tools, mode, counter);
+    if (compacted.unmet !== undefined && mode.kind === 'budget') throw budgetUnreachable(mode.tokens, compacted.unmet);
+    if (compacted.applied.length === 0) return next();
+    call.body = { ...body, messages: compacted.messages };
+    call.compaction = compacted.applied.join(',');
+    call.compactionSavedTokens = compacted.savedTokens;
+    call.tokensSaved += compacted.savedTokens;
+    await next();
+    const inputPerMillion = call.target?.entry?.input ?? 0;
+    call.saved.compaction = (compacted.savedTokens * inputPerMillion) / 1e6;
   };
+}
+
+function modeOf(call: Call, gatewayDefault: CompactMode): CompactMode {
+  const header = call.headers['x-gateway-compact'];
+  if (header !== undefined) {
+    const mode = typeof header === 'string' ? parseCompactMode(header) : undefined;
+    if (!mode) throw invalidHeader('X-Gateway-Compact', `must be ${COMPACT_MODE_TEXT}, sent once.`);
+    return mode;
+  }
+  const setting = call.tenant.settings.compaction?.default;
+  return (setting === undefined ? undefined : parseCompactMode(setting)) ?? gatewayDefault;
+}
+
+/** A budget below what compaction may never remove: refused before anything is sent or paid for. */
+function budgetUnreachable(budget: number, minimum: number): HttpProblem {
+  return new HttpProblem(
+    400,
+    'compaction_budget_unreachable',
+    `The prompt cannot be compacted to its budget of ${budget} tokens (X-Gateway-Compact, or the tenant's default): ${minimum} remain with every droppable turn gone ` +
+      '(the system prompt, tool definitions, first and latest user messages and the last exchange are always kept). Raise the budget or send a shorter history.',
+    { type: 'invalid_request_error' },
+  );
 }

@@ -1,0 +1,76 @@
+import { planDrops } from './drop-turns.ts';
+import type { Message } from './messages.ts';
+import type { CompactMode } from './mode.ts';
+import { type Rewritten, rewriteMessages, STRATEGIES } from './rewrite.ts';
+import type { PromptTokenCounter } from './token-counts.ts';
+
+export interface Compacted {
+  /** The messages to send (the input array itself when nothing changed). */
+  messages: Message[];
+  /** For each output message, the index of the input message it comes from. */
+  origin: number[];
+  /** The strategies that changed something, in order ("none" when empty). */
+  applied: string[];
+  /** countPromptTokens before minus after (0 when nothing changed). */
+  savedTokens: number;
+  /** Under a budget: the prompt's tokens as sent (undefined in other modes). */
+  promptTokens: number | undefined;
+  /** Under a budget that cannot be met: the smallest prompt reachable, in tokens. */
+  unmet: number | undefined;
+  /** Under a budget: how many blocks of old turns were dropped (drop-turns.ts). */
+  droppedBlocks: number;
+}
+
+/**
+ * Compacts a chat request's messages in a mode other than `off`: the
+ * per-message strategies (rewrite.ts), and under a budget whole blocks of
+ * the oldest middle turns dropped (drop-turns.ts) until the prompt,
+ * tool definitions included, fits. Messages are never modified in place.
+ */
+export function compactMessages(messages: Message[], tools: unknown, mode: Exclude<CompactMode, { kind: 'off' }>, counter: PromptTokenCounter): Compacted {
+  const cutToolOutputs = mode.kind !== 'safe';
+  let result = rewriteMessages(messages, { cutToolOutputs });
+  let promptTokens: number | undefined;
+  let unmet: number | undefined;
+  let dropped = 0;
+  if (mode.kind === 'budget') {
+    const toolTokens = counter.tools(tools);
+    promptTokens = counter.prompt(result.messages, undefined) + toolTokens;
+    if (promptTokens > mode.tokens) {
+      const sizes = result.messages.map((m) => counter.message(m));
+      const plan = planDrops(messages, sizes, mode.tokens);
+      // Dropping can only bring repeats' first copies back (a reference to a dropped copy becomes the text
+      // again), never shrink below the estimate: start from the fewest blocks that could fit, go on from there.
+      let d = 1;
+      while (d < plan.blocks && promptTokens - plan.droppedTokens(d) > mode.tokens) d++;
+      for (; d <= plan.blocks; d++) {
+        const attempt = rewriteMessages(messages, { cutToolOutputs, keep: plan.keep(d) });
+        const tokens = counter.prompt(attempt.messages, undefined) + toolTokens;
+        if (attempt.origin.length < messages.length) attempt.applied.add('drop-turns');
+        result = attempt;
+        promptTokens = tokens;
+        dropped = d;
+        if (tokens <= mode.tokens) break;
+      }
+      if (promptTokens > mode.tokens) unmet = promptTokens;
+    }
+  }
+  return { ...finish(messages, result, counter), promptTokens, unmet, droppedBlocks: dropped };
+}
+
+function finish(messages: Message[], result: Rewritten, counter: PromptTokenCounter): Pick<Compacted, 'messages' | 'origin' | 'applied' | 'savedTokens'> {
+  const applied = STRATEGIES.filter((s) => result.applied.has(s));
+  if (applied.length === 0) return { messages, origin: result.origin, applied, savedTokens: 0 };
+  // Only what changed is counted (before and after): the difference of countPromptTokens, exactly, since it is a sum over messages.
+  let saved = 0;
+  let next = 0;
+  for (const [i, message] of messages.entries()) {
+    if (result.origin[next] !== i) {
+      saved += counter.message(message);
+      continue;
+    }
+    const sent = result.messages[next++]!;
+    if (sent !== message) saved += counter.message(message) - counter.message(sent);
+  }
+  return { messages: result.messages, origin: result.origin, applied, savedTokens: saved };
+}
