@@ -48,6 +48,17 @@ export interface GatewayConfig extends SharedSettings {
   /** retentionMs: usage records (and any stored bodies) older than this are purged. */
   usage: { flushMs: number; batchSize: number; retentionMs: number };
   purgeIntervalMs: number;
+  /** The response cache and in-flight dedup (docs/gateway-cache.md); a tenant's settings.cache overrides enabled and ttl. */
+  cache: {
+    enabled: boolean;
+    ttlSeconds: number;
+    /** The in-process LRU's bound (entries are counted by their stored size). */
+    maxBytes: number;
+    /** A larger answer is served but not stored (both stores). */
+    maxEntryBytes: number;
+    /** With Redis: how long a leader's lock lives without renewal; followers on other replicas give up on a leader silent this long. */
+    dedupLeaseMs: number;
+  };
 }
 
 const MINUTE = 60_000;
@@ -120,6 +131,13 @@ export function loadGatewayConfig(env: Record<string, string | undefined> = proc
       retentionMs: r.int('GATEWAY_USAGE_RETENTION_DAYS', 90, 1, 3650) * DAY,
     },
     purgeIntervalMs: r.int('GATEWAY_PURGE_INTERVAL_MINUTES', 60, 1, 1440) * MINUTE,
+    cache: {
+      enabled: r.string('GATEWAY_CACHE_ENABLED') === undefined || r.bool('GATEWAY_CACHE_ENABLED'),
+      ttlSeconds: r.int('GATEWAY_CACHE_TTL_SECONDS', 3600, 1, 30 * 86_400),
+      maxBytes: r.int('GATEWAY_CACHE_MAX_BYTES', 64 * 1024 * 1024, 0, 64 * 1024 * 1024 * 1024),
+      maxEntryBytes: r.int('GATEWAY_CACHE_MAX_ENTRY_BYTES', 1024 * 1024, 1024, 512 * 1024 * 1024),
+      dedupLeaseMs: r.int('GATEWAY_CACHE_DEDUP_LEASE_MS', 10_000, 300, 600_000),
+    },
   };
   r.throwIfProblems();
   if (!encryptionKeyText) config.encryptionKey = parseKey(devSecret(dataDir, 'GATEWAY_ENCRYPTION_KEY'))!;

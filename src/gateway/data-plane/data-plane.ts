@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { buildConnector } from 'undici';
 import type { Clock } from '../../platform/clock.ts';
+import { ResponseCache } from '../cache/response-cache.ts';
 import type { GatewayConfig } from '../config.ts';
 import { type InvalidationBus, invalidationBus } from '../invalidation.ts';
 import { createGatewayMetrics } from '../metrics.ts';
@@ -52,6 +53,7 @@ export function createDataPlane(options: {
     connections: config.upstream.connections,
     connector: options.connector,
   });
+  const cache = new ResponseCache({ config, clock, log, redis: options.redis });
   const run = buildPipeline({
     usage,
     metrics,
@@ -67,6 +69,7 @@ export function createDataPlane(options: {
     log,
     registry: options.registry,
     redis: options.redis,
+    cache,
   });
   const routes: DataPlaneRouteDeps = {
     apiKeys: apiKeyStore({ db, clock, bus }),
@@ -90,6 +93,7 @@ export function createDataPlane(options: {
       await usage.close();
       await pools.close();
       await bus.close();
+      cache.close();
     },
   };
 }

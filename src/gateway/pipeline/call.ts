@@ -1,4 +1,4 @@
-import type { ServerResponse } from 'node:http';
+import type { Writable } from 'node:stream';
 import type { FastifyBaseLogger } from 'fastify';
 import type { CatalogModel } from '../catalog/models.ts';
 import type { ApiKeyPrincipal } from '../data-plane/api-key-auth.ts';
@@ -65,8 +65,8 @@ export interface Call {
   /** Fires when the client goes away before the answer is complete: the upstream request is aborted. */
   readonly signal: AbortSignal;
   readonly log: FastifyBaseLogger;
-  /** The raw response, written directly once a stream starts. */
-  readonly response: ServerResponse;
+  /** The raw response (a ServerResponse; dedup's own call writes to its fan-out instead), written directly once a stream starts. */
+  readonly response: Writable;
   /** Writes the status line and headers of a stream (the X-Gateway-* headers as known then). */
   readonly openStream: () => void;
 
@@ -83,6 +83,10 @@ export interface Call {
   attempts: Attempt[];
   /** The prompt-cache stage's plan, handed to the adapter on every attempt. */
   promptCache: PromptCachePlan | undefined;
+  /** `X-Gateway-No-Cache: true`: the cache is neither read nor written, and no in-flight call is joined. */
+  readonly noCache: boolean;
+  /** The response-cache key (tenant, routed model, canonical request); set by the cache stage unless bypassed. */
+  cacheKey: string | undefined;
   cacheStatus: CacheStatus;
   /** Age of the cache entry that answered, in seconds (hits only). */
   cacheAgeS: number | undefined;

@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { Clock } from '../../platform/clock.ts';
+import type { ResponseCache } from '../cache/response-cache.ts';
 import type { GatewayConfig } from '../config.ts';
 import type { UsageWriter } from '../data-plane/usage-writer.ts';
 import type { GatewayMetrics } from '../metrics.ts';
@@ -29,6 +30,8 @@ export interface PipelineDeps {
   registry: Registry;
   /** Set when REDIS_URL is: what replicas share (cache, dedup, budgets, sticky routes, breakers). */
   redis: Redis | undefined;
+  /** The response cache and in-flight dedup (their stages share it). */
+  cache: ResponseCache;
 }
 
 /**
@@ -50,8 +53,8 @@ export function buildPipeline(deps: PipelineDeps): (call: Call) => Promise<void>
     compactionStage(),
     resolveModelStage(deps.adapters),
     budgetStage(),
-    cacheStage(),
-    dedupStage(),
+    cacheStage(deps.cache),
+    dedupStage(deps.cache),
     promptCacheStage(),
     upstreamStage(deps.upstream),
   ]);
