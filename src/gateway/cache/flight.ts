@@ -83,6 +83,8 @@ export class Flight {
   abandoned = false;
   /** Stops the source (aborts the upstream call, or stops following another replica's). */
   stop: (() => void) | undefined;
+  /** Leader with Redis: releases the lock (once the answer is stored). */
+  release: (() => void) | undefined;
   /** Leader with Redis: whether clients on other replicas still wait. */
   othersWaiting: (() => Promise<boolean>) | undefined;
   readonly #onEmpty: (flight: Flight) => void;

@@ -25,11 +25,20 @@ export class InFlight {
   readonly #remote: RemoteFlights | undefined;
   readonly #log: Logger;
   readonly #store: (leader: Call, flight: Flight) => Promise<void>;
+  readonly #fromStore: (call: Call) => Promise<boolean>;
 
-  constructor(options: { remote: RemoteFlights | undefined; log: Logger; store: (leader: Call, flight: Flight) => Promise<void> }) {
+  constructor(options: {
+    remote: RemoteFlights | undefined;
+    log: Logger;
+    /** Keeps a flight's complete answer. */
+    store: (leader: Call, flight: Flight) => Promise<void>;
+    /** Answers `call` from the store if the answer is there now (true), for a client whose leader replica was lost. */
+    fromStore: (call: Call) => Promise<boolean>;
+  }) {
     this.#remote = options.remote;
     this.#log = options.log;
     this.#store = options.store;
+    this.#fromStore = options.fromStore;
   }
 
   /** Flights in progress here (for tests and metrics). */
@@ -46,6 +55,8 @@ export class InFlight {
         // The replica making the call died before this client received anything: ask again (at most twice).
         if (!(err instanceof LeaderLost)) throw err;
         if (tries === 2) throw leaderLost();
+        // The lost leader, or a follower that took over before this one, may have stored the answer meanwhile.
+        if (await this.#fromStore(call)) return;
       }
     }
   }
@@ -85,8 +96,8 @@ export class InFlight {
     }
     const publisher = claim?.publisher;
     if (flight.subscribers === 0) {
-      // Everyone left while the lock was taken.
-      publisher?.fail(leaderLost());
+      // Everyone left while the lock was taken (a follower elsewhere, if any, takes over after a lease).
+      publisher?.release();
       this.#drop(flight);
       return;
     }
@@ -130,6 +141,7 @@ export class InFlight {
     };
     flight.stop = () => controller.abort();
     flight.othersWaiting = publisher ? () => publisher.othersWaiting() : undefined;
+    flight.release = publisher ? () => publisher.release() : undefined;
     next(own).then(
       () => {
         const outcome = outcomeOf(own);
@@ -170,12 +182,17 @@ export class InFlight {
   #finish(flight: Flight, leader: Call): void {
     if (!flight.local || flight.outcome?.status !== 200 || !flight.storable) {
       this.#drop(flight);
+      flight.release?.();
       return;
     }
-    // Until the answer is stored, identical requests still join the finished flight (then the cache answers them).
+    // Until the answer is stored, identical requests still join the finished flight (then the cache answers
+    // them); the Redis lock too is released only then, so that no replica finds neither.
     this.#store(leader, flight)
       .catch((err: Error) => this.#log.warn({ err: err.message }, 'cache: storing an answer failed'))
-      .finally(() => this.#drop(flight));
+      .finally(() => {
+        this.#drop(flight);
+        flight.release?.();
+      });
   }
 
   #drop(flight: Flight): void {

@@ -211,15 +211,15 @@ export class Publisher {
     this.#add('e', text);
   }
 
+  /** The answer is complete (the lock is kept until release(): the answer is being stored). */
   complete(outcome: FlightOutcome): void {
     this.#add('c', JSON.stringify({ ...outcome, target: undefined }));
-    this.#finish();
   }
 
   fail(err: unknown): void {
     const p = err instanceof HttpProblem ? err : new HttpProblem(502, 'upstream_error', 'The provider call failed.');
     this.#add('f', JSON.stringify({ status: p.status, code: p.code, message: p.message, type: p.type, param: p.param }));
-    this.#finish();
+    this.release();
   }
 
   /** Whether clients on other replicas still wait for this flight. */
@@ -241,7 +241,8 @@ export class Publisher {
     this.#redis.pexpire(this.#streamKey, 6 * this.#leaseMs).catch(() => {});
   }
 
-  #finish(): void {
+  /** Gives up the lock (if still held) and lets the Stream expire. */
+  release(): void {
     if (this.#done) return;
     this.#done = true;
     clearInterval(this.#timer);

@@ -11,6 +11,7 @@ import { InFlight } from './in-flight.ts';
 import { MemoryAnswerStore } from './memory-store.ts';
 import { RedisAnswerStore } from './redis-store.ts';
 import { RemoteFlights } from './remote-flights.ts';
+import { chargeReuse, sendAnswer } from './replay.ts';
 
 /** What the cache does for one tenant: the gateway's defaults (GATEWAY_CACHE_*) under the tenant's settings.cache. */
 export interface CachePolicy {
@@ -41,7 +42,17 @@ export class ResponseCache {
       ? new RedisAnswerStore({ redis: deps.redis, maxEntryBytes: config.maxEntryBytes })
       : new MemoryAnswerStore({ clock: deps.clock, maxBytes: config.maxBytes, maxEntryBytes: config.maxEntryBytes });
     this.#remote = deps.redis ? new RemoteFlights({ redis: deps.redis, leaseMs: config.dedupLeaseMs, log: deps.log }) : undefined;
-    this.flights = new InFlight({ remote: this.#remote, log: deps.log, store: (leader, flight) => this.#keep(leader, flight) });
+    this.flights = new InFlight({
+      remote: this.#remote,
+      log: deps.log,
+      store: (leader, flight) => this.#keep(leader, flight),
+      fromStore: async (call) => {
+        const policy = this.policy(call.tenant);
+        const answer = policy.enabled && call.cacheKey ? await this.lookup(call.tenant.tenantId, call.cacheKey, policy.ttlMs) : undefined;
+        if (answer) this.answer(call, answer);
+        return answer !== undefined;
+      },
+    });
   }
 
   policy(tenant: TenantContext): CachePolicy {
@@ -66,9 +77,12 @@ export class ResponseCache {
     return answer && this.#clock.now() - answer.createdAt < ttlMs ? answer : undefined;
   }
 
-  /** Whole seconds since the answer was made (X-Gateway-Cache-Age). */
-  ageSeconds(answer: CachedAnswer): number {
-    return Math.max(0, Math.floor((this.#clock.now() - answer.createdAt) / 1000));
+  /** Answers a call with a stored answer (a hit): replayed in the shape asked for, nothing billed, its age told. */
+  answer(call: Call, answer: CachedAnswer): void {
+    call.cacheStatus = 'hit';
+    call.cacheAgeS = Math.max(0, Math.floor((this.#clock.now() - answer.createdAt) / 1000));
+    chargeReuse(call, answer);
+    sendAnswer(call, answer, answer.costUsd === undefined ? undefined : 0);
   }
 
   close(): void {

@@ -116,7 +116,7 @@ describe('in-flight dedup', () => {
       assert.equal(r.status, 'rejected');
       const err = (r as PromiseRejectedResult).reason;
       assert.ok(err instanceof OpenAI.RateLimitError, String(err));
-      assert.equal((err as OpenAI.APIError).code, 'rate_limit_exceeded');
+      assert.equal((err as { code?: string }).code, 'rate_limit_exceeded');
     }
     const ok = await t.openai.chat.completions.create(ask('doomed')).withResponse();
     assert.equal(ok.response.headers.get('x-gateway-cache'), 'miss');

@@ -1,5 +1,4 @@
 import { cacheKey } from '../../cache/cache-key.ts';
-import { chargeReuse, sendAnswer } from '../../cache/replay.ts';
 import type { ResponseCache } from '../../cache/response-cache.ts';
 import type { Stage } from '../call.ts';
 
@@ -24,9 +23,6 @@ export function cacheStage(cache: ResponseCache): Stage {
       call.cacheStatus = 'miss';
       return next();
     }
-    call.cacheStatus = 'hit';
-    call.cacheAgeS = cache.ageSeconds(answer);
-    chargeReuse(call, answer);
-    sendAnswer(call, answer, answer.costUsd === undefined ? undefined : 0);
+    cache.answer(call, answer);
   };
 }
