@@ -6,6 +6,12 @@ import type { Publisher, RemoteFlights } from './remote-flights.ts';
 
 type Next = (call?: Call) => Promise<void>;
 
+/** The response of a flight's non-streamed call: nothing is ever written to it. */
+const NOT_STREAMED = new EventSink(
+  () => {},
+  () => {},
+);
+
 /**
  * The flights in progress on this replica, by cache key (tenant-scoped).
  * A call either joins the flight of its key or starts one: its own call of
@@ -107,13 +113,16 @@ export class InFlight {
   /** Runs the rest of the pipeline for the flight, on a call of its own. */
   #start(flight: Flight, leader: Call, next: Next, publisher: Publisher | undefined): void {
     const controller = new AbortController();
-    const sink = new EventSink(
-      (text) => {
-        flight.event(text);
-        publisher?.event(text);
-      },
-      () => flight.streamEnd(),
-    );
+    // Only a stream writes to its call's response; a non-streamed call never does.
+    const sink = leader.stream
+      ? new EventSink(
+          (text) => {
+            flight.event(text);
+            publisher?.event(text);
+          },
+          () => flight.streamEnd(),
+        )
+      : NOT_STREAMED;
     const own: Call = {
       ...leader,
       signal: controller.signal,

@@ -2,6 +2,9 @@ import type { Clock } from '../../platform/clock.ts';
 import type { AnswerStore } from './answer-store.ts';
 import type { CachedAnswer } from './cached-answer.ts';
 
+/** What an entry costs beyond its JSON text (the Map slot, the record and its usage object), roughly, in bytes. */
+const ENTRY_OVERHEAD = 256;
+
 interface Slot {
   answer: CachedAnswer;
   bytes: number;
@@ -10,8 +13,8 @@ interface Slot {
 
 /**
  * The in-process store: least recently used entries go first once the
- * entries' sizes (the length of their JSON, about their weight in memory)
- * pass `maxBytes`; an entry is dropped when read after its TTL. A Map keeps
+ * entries' sizes (the length of their JSON plus a fixed overhead, about
+ * their weight in memory) pass `maxBytes`; an entry is dropped when read after its TTL. A Map keeps
  * insertion order, so re-inserting on every hit makes its first key the
  * least recently used one.
  */
@@ -50,7 +53,7 @@ export class MemoryAnswerStore implements AnswerStore {
   }
 
   async set(_tenantId: string, key: string, answer: CachedAnswer, ttlMs: number): Promise<void> {
-    const bytes = JSON.stringify(answer).length;
+    const bytes = JSON.stringify(answer).length + ENTRY_OVERHEAD;
     if (bytes > this.#maxEntryBytes || bytes > this.#maxBytes) return;
     const old = this.#slots.get(key);
     if (old) {

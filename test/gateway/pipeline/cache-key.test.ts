@@ -144,7 +144,7 @@ describe('answer shapes', () => {
 
 describe('in-memory store', () => {
   const answer = (text: string): CachedAnswer => ({ v: 1, provider: 'openai', model: 'm', createdAt: 0, usage: undefined, costUsd: 0, completion: text });
-  const size = (a: CachedAnswer) => JSON.stringify(a).length;
+  const size = (a: CachedAnswer) => JSON.stringify(a).length + 256;
 
   test('bounded by bytes: the least recently used entries go first', async () => {
     const one = size(answer('x'.repeat(100)));
