@@ -53,6 +53,17 @@ export interface GatewayConfig extends SharedSettings {
   purgeIntervalMs: number;
   /** Budgets and limits (docs/gateway-budgets.md): output tokens reserved when a call names no max_tokens; how long a reservation outlives a replica that died holding it. */
   budgets: { defaultOutputTokens: number; reservationTtlMs: number };
+  /** The response cache and in-flight dedup (docs/gateway-cache.md); a tenant's settings.cache overrides enabled and ttl. */
+  cache: {
+    enabled: boolean;
+    ttlSeconds: number;
+    /** The in-process LRU's bound (entries are counted by their stored size). */
+    maxBytes: number;
+    /** A larger answer is served but not stored (both stores). */
+    maxEntryBytes: number;
+    /** With Redis: how long a leader's lock lives without renewal; followers on other replicas give up on a leader silent this long. */
+    dedupLeaseMs: number;
+  };
 }
 
 const MINUTE = 60_000;
@@ -131,6 +142,13 @@ export function loadGatewayConfig(env: Record<string, string | undefined> = proc
     budgets: {
       defaultOutputTokens: r.int('GATEWAY_BUDGET_DEFAULT_OUTPUT_TOKENS', 4096, 1, 1_000_000),
       reservationTtlMs: r.int('GATEWAY_BUDGET_RESERVATION_TTL_SECONDS', 900, 10, 86_400) * 1000,
+    },
+    cache: {
+      enabled: r.string('GATEWAY_CACHE_ENABLED') === undefined || r.bool('GATEWAY_CACHE_ENABLED'),
+      ttlSeconds: r.int('GATEWAY_CACHE_TTL_SECONDS', 3600, 1, 30 * 86_400),
+      maxBytes: r.int('GATEWAY_CACHE_MAX_BYTES', 64 * 1024 * 1024, 0, 64 * 1024 * 1024 * 1024),
+      maxEntryBytes: r.int('GATEWAY_CACHE_MAX_ENTRY_BYTES', 1024 * 1024, 1024, 512 * 1024 * 1024),
+      dedupLeaseMs: r.int('GATEWAY_CACHE_DEDUP_LEASE_MS', 10_000, 300, 600_000),
     },
   };
   r.throwIfProblems();

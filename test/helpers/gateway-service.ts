@@ -50,6 +50,9 @@ export async function startLiveGateway(kind: DbKind, env: Record<string, string>
     GATEWAY_ALLOW_PRIVATE_UPSTREAMS: '127.0.0.1',
     GATEWAY_USAGE_FLUSH_MS: '20',
     GATEWAY_LIMIT_SIGNUP: '1000/60',
+    // Suites send the same request again and again, expecting a new upstream call (faults, retries, counts) each
+    // time; the cache is off here unless a suite turns it on (the cache's own suites do: GATEWAY_CACHE_ENABLED=true).
+    GATEWAY_CACHE_ENABLED: 'false',
     ...(db.url ? { GATEWAY_DATABASE_URL: db.url } : {}),
     ...env,
   });

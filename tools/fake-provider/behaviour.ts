@@ -35,6 +35,8 @@ export interface Behaviour {
   chunks?: number;
   /** The answer text; unset: `echo: <the last user text>`. */
   text?: string;
+  /** OpenAI format only: reasoning sent before the answer as `reasoning_content` (DeepSeek's field): in the message, or as stream deltas (one per word). */
+  reasoning?: string;
   /** Reported input tokens (OpenAI prompt_tokens, cached ones included; Anthropic input_tokens, cache reads and writes excluded); unset: about a quarter of the request's text length. */
   promptTokens?: number;
   /** Reported output tokens; unset: the number of words of the answer (for a tool call: 10). */

@@ -76,6 +76,7 @@ export function chatCompletion(body: Body, headers: IncomingHttpHeaders, ctx: Op
   const message = content.tool
     ? { role: 'assistant', content: null, tool_calls: [toolCall(content.tool)], refusal: null, annotations: [] }
     : { role: 'assistant', content: content.text, refusal: null, annotations: [] };
+  if (ctx.behaviour.reasoning !== undefined) Object.assign(message, { reasoning_content: ctx.behaviour.reasoning });
   const completion = {
     id,
     object: 'chat.completion',
@@ -145,13 +146,14 @@ function streamPlan(content: Content, meta: { id: string; created: number; model
   const head = tool
     ? chunk(choice({ role: 'assistant', content: null, tool_calls: [{ index: 0, id: tool.id, type: 'function', function: { name: tool.name, arguments: '' } }], refusal: null }))
     : chunk(choice({ role: 'assistant', content: '', refusal: null }));
+  const reasoning = b.reasoning === undefined ? [] : splitText(b.reasoning, undefined).map((part) => chunk(choice({ reasoning_content: part })));
   const deltas = tool
     ? splitArguments(tool.arguments, b.chunks).map((part) => chunk(choice({ tool_calls: [{ index: 0, function: { arguments: part } }] })))
     : splitText(content.text, b.chunks).map((part) => chunk(choice({ content: part })));
   const tail = [chunk(choice({}, tool ? 'tool_calls' : 'stop'))];
   if (includeUsage) tail.push(chunk([], usage(content, b)));
   tail.push('data: [DONE]\n\n');
-  return { head: [head], deltas, tail, error: streamErrorEvent('openai'), garbage: `data: {"id":"${meta.id}","object":"chat.completion.chunk","choices":[{"delta":\n\n` };
+  return { head: [head, ...reasoning], deltas, tail, error: streamErrorEvent('openai'), garbage: `data: {"id":"${meta.id}","object":"chat.completion.chunk","choices":[{"delta":\n\n` };
 }
 
 /** GET /v1/models in OpenAI's list shape. */

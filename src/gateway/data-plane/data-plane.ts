@@ -5,6 +5,7 @@ import type { buildConnector } from 'undici';
 import type { Clock } from '../../platform/clock.ts';
 import { createBudgetLedger } from '../budgets/create-ledger.ts';
 import type { BudgetLedger } from '../budgets/ledger.ts';
+import { ResponseCache } from '../cache/response-cache.ts';
 import type { GatewayConfig } from '../config.ts';
 import { type InvalidationBus, invalidationBus } from '../invalidation.ts';
 import { createGatewayMetrics } from '../metrics.ts';
@@ -57,6 +58,7 @@ export function createDataPlane(options: {
     connector: options.connector,
   });
   const budgets = createBudgetLedger({ db, redis: options.redis, clock, log, reservationTtlMs: config.budgets.reservationTtlMs });
+  const cache = new ResponseCache({ config, clock, log, redis: options.redis });
   const run = buildPipeline({
     usage,
     metrics,
@@ -73,6 +75,7 @@ export function createDataPlane(options: {
     registry: options.registry,
     redis: options.redis,
     budgets,
+    cache,
   });
   const routes: DataPlaneRouteDeps = {
     apiKeys: apiKeyStore({ db, clock, bus }),
@@ -97,6 +100,7 @@ export function createDataPlane(options: {
       await usage.close();
       await pools.close();
       await bus.close();
+      cache.close();
     },
   };
 }

@@ -23,6 +23,7 @@ export function gatewayHeaders(call: Call): Record<string, string> {
     ...(call.routeReason === undefined ? {} : { 'x-gateway-route-reason': call.routeReason }),
     ...(call.cacheAgeS === undefined ? {} : { 'x-gateway-cache-age': String(call.cacheAgeS) }),
     ...(call.attempts.length > 1 ? { 'x-gateway-attempts': String(call.attempts.length) } : {}),
+    ...call.replyHeaders,
   };
 }
 

@@ -1,4 +1,5 @@
-import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Writable } from 'node:stream';
 import type { FastifyBaseLogger } from 'fastify';
 import type { CatalogModel } from '../catalog/models.ts';
 import type { ApiKeyPrincipal } from '../data-plane/api-key-auth.ts';
@@ -64,11 +65,13 @@ export interface Call {
   readonly tag: string | undefined;
   /** The request's headers, for stages that take a per-call instruction (X-Gateway-Compact, X-Gateway-Prompt-Cache). */
   readonly headers: IncomingHttpHeaders;
+  /** Headers a stage adds to this call's answer (x-ratelimit-*), sent with the X-Gateway-* ones. */
+  readonly replyHeaders: Record<string, string>;
   /** Fires when the client goes away before the answer is complete: the upstream request is aborted. */
   readonly signal: AbortSignal;
   readonly log: FastifyBaseLogger;
-  /** The raw response, written directly once a stream starts. */
-  readonly response: ServerResponse;
+  /** The raw response (a ServerResponse; dedup's own call writes to its fan-out instead), written directly once a stream starts. */
+  readonly response: Writable;
   /** Writes the status line and headers of a stream (the X-Gateway-* headers as known then). */
   readonly openStream: () => void;
 
@@ -85,6 +88,10 @@ export interface Call {
   attempts: Attempt[];
   /** The prompt-cache stage's plan, handed to the adapter on every attempt. */
   promptCache: PromptCachePlan | undefined;
+  /** `X-Gateway-No-Cache: true`: the cache is neither read nor written, and no in-flight call is joined. */
+  readonly noCache: boolean;
+  /** The response-cache key (tenant, routed model, canonical request); set by the cache stage unless bypassed. */
+  cacheKey: string | undefined;
   cacheStatus: CacheStatus;
   /** Age of the cache entry that answered, in seconds (hits only). */
   cacheAgeS: number | undefined;

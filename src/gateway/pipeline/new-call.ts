@@ -18,6 +18,15 @@ function label(request: FastifyRequest, name: string): string | undefined {
   return value;
 }
 
+/** X-Gateway-No-Cache: `true` or `false` (any case), sent once. */
+function noCache(request: FastifyRequest): boolean {
+  const value = request.headers['x-gateway-no-cache'];
+  if (value === undefined) return false;
+  const text = typeof value === 'string' ? value.toLowerCase() : '';
+  if (text !== 'true' && text !== 'false') throw invalidHeader('x-gateway-no-cache', 'must be true or false, sent once.');
+  return text === 'true';
+}
+
 /** A new call for a validated chat request; `openStream` writes the stream's head with the headers given then. */
 export function newCall(
   request: FastifyRequest,
@@ -29,6 +38,7 @@ export function newCall(
   const body = request.body as ChatRequest;
   const sessionId = label(request, 'x-gateway-session-id');
   const tag = label(request, 'x-gateway-tag');
+  const bypassCache = noCache(request);
   const controller = new AbortController();
   const res = reply.raw;
   res.once('close', () => {
@@ -47,6 +57,7 @@ export function newCall(
     sessionId,
     tag,
     headers: request.headers,
+    replyHeaders: {},
     signal: controller.signal,
     log: request.log,
     response: res,
@@ -67,6 +78,8 @@ export function newCall(
     routeReason: undefined,
     attempts: [],
     promptCache: undefined,
+    noCache: bypassCache,
+    cacheKey: undefined,
     cacheStatus: 'bypass',
     cacheAgeS: undefined,
     compaction: 'none',

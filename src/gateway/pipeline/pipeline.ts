@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { Clock } from '../../platform/clock.ts';
 import type { BudgetLedger } from '../budgets/ledger.ts';
+import type { ResponseCache } from '../cache/response-cache.ts';
 import type { GatewayConfig } from '../config.ts';
 import type { UsageWriter } from '../data-plane/usage-writer.ts';
 import type { GatewayMetrics } from '../metrics.ts';
@@ -32,6 +33,8 @@ export interface PipelineDeps {
   redis: Redis | undefined;
   /** Where budgets reserve and settle (shared with the control plane's GET /api/v1/tenant/limits). */
   budgets: BudgetLedger;
+  /** The response cache and in-flight dedup (their stages share it). */
+  cache: ResponseCache;
 }
 
 /**
@@ -53,8 +56,8 @@ export function buildPipeline(deps: PipelineDeps): (call: Call) => Promise<void>
     compactionStage(deps.config.compactDefault),
     resolveModelStage(deps.adapters),
     budgetStage({ ledger: deps.budgets, clock: deps.clock, defaultOutputTokens: deps.config.budgets.defaultOutputTokens, registry: deps.registry }),
-    cacheStage(),
-    dedupStage(),
+    cacheStage(deps.cache),
+    dedupStage(deps.cache),
     promptCacheStage(),
     upstreamStage(deps.upstream),
   ]);

@@ -49,9 +49,8 @@ export function budgetStage(settings: BudgetStageSettings): Stage {
       refusals.inc({ scope: outcome.counter.scope, limit: LIMIT_FIELD[outcome.counter.kind] });
       throw limitExceeded(outcome.counter, outcome.state, estimate[outcome.counter.kind], now);
     }
-    // On the raw response: written with the reply's own headers, a stream's head or an error alike.
-    const headers = rateLimitHeaders(counters, outcome.states, now);
-    for (const name in headers) call.response.setHeader(name, headers[name]!);
+    // Sent with the gateway's headers: on the reply, a stream's head or an error alike.
+    Object.assign(call.replyHeaders, rateLimitHeaders(counters, outcome.states, now));
     try {
       await next();
     } finally {

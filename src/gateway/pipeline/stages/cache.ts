@@ -1,8 +1,28 @@
+import { cacheKey } from '../../cache/cache-key.ts';
+import type { ResponseCache } from '../../cache/response-cache.ts';
 import type { Stage } from '../call.ts';
 
-/** The response cache (issue 8). Not built yet: passes the call on. */
-export function cacheStage(): Stage {
-  return function answerFromCache(_call, next) {
-    return next();
+/**
+ * The response cache: an identical earlier answer of the same tenant (same
+ * routed model, same canonical request: cache/cache-key.ts) is replayed,
+ * streamed or not whatever form it was stored in, at no cost; otherwise
+ * the call goes on (a miss) and the dedup stage's flight stores the answer
+ * once it is complete. `X-Gateway-No-Cache: true`, or the tenant's
+ * settings.cache.enabled false, bypass both reading and writing.
+ */
+export function cacheStage(cache: ResponseCache): Stage {
+  return async function answerFromCache(call, next) {
+    const target = call.target;
+    if (call.noCache || !target) return next();
+    const policy = cache.policy(call.tenant);
+    if (!policy.enabled) return next();
+    const key = cacheKey(call.tenant.tenantId, `${target.provider.id}/${target.model}`, call.body);
+    call.cacheKey = key;
+    const answer = await cache.lookup(call.tenant.tenantId, key, policy.ttlMs);
+    if (!answer) {
+      call.cacheStatus = 'miss';
+      return next();
+    }
+    cache.answer(call, answer);
   };
 }

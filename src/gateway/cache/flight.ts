@@ -1,0 +1,276 @@
+import { HttpProblem } from '../../platform/errors.ts';
+import type { Attempt, Call, CallTarget } from '../pipeline/call.ts';
+import { errorEvent } from '../providers/error-event.ts';
+import { SSE_DONE, sseEvent } from '../providers/sse.ts';
+import type { TokenUsage } from '../providers/types.ts';
+import { withCost } from './answer-format.ts';
+import { type AnswerBody, chargeReuse, nameProducer, sendAnswer } from './replay.ts';
+import { classifyEvent } from './sse-events.ts';
+
+/** How the shared upstream call ended, copied onto every client's call. */
+export interface FlightOutcome {
+  status: number;
+  errorCode: string | undefined;
+  usage: TokenUsage | undefined;
+  costUsd: number | undefined;
+  /** The provider (id) and model (as it named itself) that answered. */
+  provider: string | undefined;
+  modelUsed: string | undefined;
+  /** This replica's target object (undefined when the call ran on another replica). */
+  target?: CallTarget | undefined;
+  attempts: Attempt[];
+  /** What provider prompt caching saved the call, USD (the paying client's record keeps it). */
+  promptCacheSaved: number;
+  /** A non-streamed answer's chat.completion. */
+  result: string | undefined;
+}
+
+/** The replica making the call went away before finishing; a client that received nothing yet may try again. */
+export class LeaderLost extends Error {}
+
+const clientClosed = () => new HttpProblem(499, 'client_closed_request', 'The client closed the connection.');
+
+/** Told to a client whose stream had started when the replica making the call went away. */
+export const leaderLost = () =>
+  new HttpProblem(502, 'dedup_leader_lost', 'The gateway replica answering this identical request went away before the answer was complete; send the request again.', {
+    type: 'api_error',
+  });
+
+interface Subscriber {
+  call: Call;
+  joinedAt: number;
+  /** This client's stream head is written: from now on it can only be told things inside the stream. */
+  opened: boolean;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+  detach: () => void;
+}
+
+/**
+ * One upstream call shared by every client that asked the same question
+ * while it ran (in-flight dedup). Its source (the local upstream call, or
+ * another replica's through Redis) feeds it the answer: `open`, `event`
+ * for each SSE event, `streamEnd`, then `complete` or `fail`. Each client
+ * is a subscriber: a streaming client gets the events as they arrive, a
+ * late one first what it missed; a non-streaming one (or one streaming
+ * from a non-streamed call) the whole answer at the end. Clients leaving
+ * never stop the others; `onEmpty` is told when none is left.
+ *
+ * One client pays: the first still connected when the usage is known (its
+ * record says `miss`); the others are `dedup` (cost 0, the answer's cost
+ * saved). On a follower replica (`local` false) every client is `dedup`.
+ */
+export class Flight {
+  readonly key: string;
+  /** The upstream call is streamed. */
+  readonly stream: boolean;
+  local = true;
+  /** The chunks so far (data strings), without the usage-only chunk. */
+  readonly chunks: string[] = [];
+  usageChunk: string | undefined;
+  #freeUsageChunk: string | undefined;
+  #doneEvent = false;
+  #errorEvent: string | undefined;
+  #streamError: HttpProblem | undefined;
+  #opened = false;
+  #ended = false;
+  outcome: FlightOutcome | undefined;
+  failure: unknown;
+  #subs: Subscriber[] = [];
+  #payer: Subscriber | undefined;
+  #payerChosen = false;
+  /** Set once nobody is left and the source was told to stop: new clients start a new flight. */
+  abandoned = false;
+  /** Stops the source (aborts the upstream call, or stops following another replica's). */
+  stop: (() => void) | undefined;
+  /** Leader with Redis: releases the lock (once the answer is stored). */
+  release: (() => void) | undefined;
+  /** Leader with Redis: whether clients on other replicas still wait. */
+  othersWaiting: (() => Promise<boolean>) | undefined;
+  readonly #onEmpty: (flight: Flight) => void;
+  readonly #onFinish: (flight: Flight) => void;
+
+  constructor(key: string, stream: boolean, hooks: { onEmpty: (flight: Flight) => void; onFinish: (flight: Flight) => void }) {
+    this.key = key;
+    this.stream = stream;
+    this.#onEmpty = hooks.onEmpty;
+    this.#onFinish = hooks.onFinish;
+  }
+
+  get finished(): boolean {
+    return this.outcome !== undefined || this.failure !== undefined;
+  }
+
+  get subscribers(): number {
+    return this.#subs.length;
+  }
+
+  /** The streamed answer completed cleanly ([DONE], no error event): it may be stored. */
+  get storable(): boolean {
+    return this.stream ? this.#doneEvent && this.#errorEvent === undefined : this.outcome?.result !== undefined;
+  }
+
+  /** The answer as recorded, for the store and for clients served at the end. */
+  answer(): AnswerBody {
+    return this.stream ? { chunks: this.chunks, usageChunk: this.usageChunk } : { completion: this.outcome?.result ?? '{}' };
+  }
+
+  /** Waits for the answer on behalf of `call`; the first subscriber of a local flight is its `leader` (status miss). */
+  join(call: Call, leader: boolean): Promise<void> {
+    if (this.failure !== undefined) return Promise.reject(this.failure);
+    if (call.signal.aborted) return Promise.reject(clientClosed());
+    call.cacheStatus = leader && this.local ? 'miss' : 'dedup';
+    return new Promise<void>((resolve, reject) => {
+      const sub: Subscriber = { call, joinedAt: performance.now(), opened: false, resolve, reject, detach: () => {} };
+      if (this.outcome) {
+        this.#settle(sub);
+        return;
+      }
+      const onAbort = () => this.#leave(sub);
+      call.signal.addEventListener('abort', onAbort, { once: true });
+      sub.detach = () => call.signal.removeEventListener('abort', onAbort);
+      this.#subs.push(sub);
+      if (this.#opened && call.stream) this.#openFor(sub);
+    });
+  }
+
+  /** The source turned out to be another replica's call: nobody here pays. */
+  follow(): void {
+    this.local = false;
+    for (const sub of this.#subs) sub.call.cacheStatus = 'dedup';
+  }
+
+  open(): void {
+    this.#opened = true;
+    for (const sub of this.#subs) if (sub.call.stream) this.#openFor(sub);
+  }
+
+  /** One complete SSE event of the answer, as the adapter wrote it. */
+  event(text: string): void {
+    const event = classifyEvent(text);
+    if (event.kind === 'done') this.#doneEvent = true;
+    else if (event.kind === 'error') {
+      this.#errorEvent = text;
+      this.#streamError = event.problem;
+    } else if (event.kind === 'usage') {
+      this.usageChunk = event.data;
+      for (const sub of this.#subs) if (sub.opened && sub.call.includeUsage) write(sub, sseEvent(this.#usageFor(sub)));
+      return;
+    } else this.chunks.push(event.data);
+    for (const sub of this.#subs) if (sub.opened) write(sub, text);
+  }
+
+  streamEnd(): void {
+    this.#ended = true;
+    for (const sub of this.#subs) if (sub.opened && !sub.call.response.destroyed) sub.call.response.end();
+  }
+
+  complete(outcome: FlightOutcome): void {
+    this.outcome = outcome;
+    this.#choosePayer();
+    const subs = this.#subs;
+    this.#subs = [];
+    for (const sub of subs) this.#settle(sub);
+    this.#onFinish(this);
+  }
+
+  /** The call failed: every client gets the same error (in the stream for those whose stream is open). */
+  fail(err: unknown): void {
+    this.failure = err;
+    const subs = this.#subs;
+    this.#subs = [];
+    const problem =
+      err instanceof HttpProblem ? err : err instanceof LeaderLost ? leaderLost() : new HttpProblem(500, 'internal_error', 'The gateway failed.', { cause: err });
+    for (const sub of subs) {
+      sub.detach();
+      sub.call.status = problem.status;
+      sub.call.errorCode = problem.code;
+      if (!sub.opened) {
+        sub.reject(err instanceof LeaderLost ? err : problem);
+        continue;
+      }
+      if (!this.#ended && !sub.call.response.destroyed) sub.call.response.end(errorEvent(problem));
+      sub.resolve();
+    }
+    this.#onFinish(this);
+  }
+
+  #openFor(sub: Subscriber): void {
+    sub.call.upstreamMs = performance.now() - sub.joinedAt;
+    sub.call.openStream();
+    sub.opened = true;
+    let backlog = '';
+    for (const chunk of this.chunks) backlog += sseEvent(chunk);
+    if (this.usageChunk !== undefined && sub.call.includeUsage) backlog += sseEvent(this.#usageFor(sub));
+    if (this.#errorEvent !== undefined) backlog += this.#errorEvent;
+    if (this.#doneEvent) backlog += SSE_DONE;
+    if (backlog) write(sub, backlog);
+    if (this.#ended && !sub.call.response.destroyed) sub.call.response.end();
+  }
+
+  /** The usage chunk as this client is charged: as is for the payer, `cost` 0 for the others. */
+  #usageFor(sub: Subscriber): string {
+    const usage = this.usageChunk!;
+    if (sub === this.#choosePayer()) return usage;
+    this.#freeUsageChunk ??= usage.includes('"cost"') ? withCost(usage, 0) : usage;
+    return this.#freeUsageChunk;
+  }
+
+  #choosePayer(): Subscriber | undefined {
+    if (!this.#payerChosen && this.local) {
+      this.#payerChosen = true;
+      this.#payer = this.#subs[0];
+    }
+    return this.#payer;
+  }
+
+  #settle(sub: Subscriber): void {
+    sub.detach();
+    const o = this.outcome!;
+    const call = sub.call;
+    call.upstreamMs = performance.now() - sub.joinedAt;
+    call.attempts = o.attempts.slice();
+    call.status = o.status;
+    call.errorCode = o.errorCode;
+    if (o.target) call.target = o.target;
+    const pays = sub === this.#payer;
+    if (pays) {
+      call.cacheStatus = 'miss';
+      call.usage = o.usage;
+      call.costUsd = o.costUsd;
+      call.modelUsed = o.modelUsed;
+      call.saved.promptCache = o.promptCacheSaved;
+    } else {
+      call.cacheStatus = 'dedup';
+      chargeReuse(call, { provider: o.provider ?? call.target?.provider.id ?? '', model: o.modelUsed, usage: o.usage, costUsd: o.costUsd });
+    }
+    if (o.provider !== undefined && !o.target) nameProducer(call, o.provider, o.modelUsed);
+    if (sub.opened) {
+      sub.resolve();
+      return;
+    }
+    if (o.status >= 400 || !this.storable) {
+      sub.reject(this.#streamError ?? new HttpProblem(o.status >= 400 ? o.status : 502, o.errorCode ?? 'upstream_error', 'The provider did not complete the answer.'));
+      return;
+    }
+    sendAnswer(call, this.answer(), pays ? o.costUsd : o.costUsd === undefined ? undefined : 0);
+    sub.resolve();
+  }
+
+  /** A client went away: it stops waiting; the call goes on for the others. */
+  #leave(sub: Subscriber): void {
+    const at = this.#subs.indexOf(sub);
+    if (at === -1) return;
+    this.#subs.splice(at, 1);
+    sub.call.status = 499;
+    sub.call.errorCode = 'client_closed_request';
+    if (sub.opened) sub.resolve();
+    else sub.reject(clientClosed());
+    if (this.#subs.length === 0 && !this.finished) this.#onEmpty(this);
+  }
+}
+
+function write(sub: Subscriber, text: string): void {
+  const out = sub.call.response;
+  if (!out.destroyed && !out.writableEnded) out.write(text);
+}

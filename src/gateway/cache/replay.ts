@@ -1,0 +1,60 @@
+import { catalogEntry } from '../catalog/catalog.ts';
+import type { Call } from '../pipeline/call.ts';
+import { findProvider } from '../providers/registry.ts';
+import { SSE_DONE, sseEvent } from '../providers/sse.ts';
+import { chunksToCompletion, completionToChunks, withCost } from './answer-format.ts';
+import type { CachedAnswer } from './cached-answer.ts';
+
+/** A complete answer in either shape (a cache entry, or what an in-flight call produced). */
+export type AnswerBody = Pick<CachedAnswer, 'completion' | 'chunks' | 'usageChunk'>;
+
+/**
+ * Sends a complete answer to a client in the shape it asked for: a
+ * chat.completion, or a well-formed SSE stream (the chunks one by one, the
+ * usage chunk when the client asked for it with `usage.cost` as charged,
+ * then [DONE]). `usageCost` is what the client pays (0 for a reused answer;
+ * undefined when the model has no price: no cost field).
+ */
+export function sendAnswer(call: Call, answer: AnswerBody, usageCost: number | undefined): void {
+  if (!call.stream) {
+    call.result = answer.completion ?? chunksToCompletion(answer.chunks ?? [], answer.usageChunk);
+    if (call.tenant.storeBodies) call.storedResponse = call.result;
+    return;
+  }
+  const { chunks, usageChunk } = answer.chunks ? { chunks: answer.chunks, usageChunk: answer.usageChunk } : completionToChunks(answer.completion ?? '{}');
+  let text = '';
+  for (const chunk of chunks) text += sseEvent(chunk);
+  if (call.includeUsage && usageChunk !== undefined) text += sseEvent(withCost(usageChunk, usageCost));
+  text += SSE_DONE;
+  if (call.tenant.storeBodies) call.storedResponse = text;
+  call.openStream();
+  if (!call.response.destroyed) call.response.end(text);
+}
+
+/**
+ * A call answered by reusing another's answer (a cache hit, or a dedup
+ * follower): nothing billed (cost 0, token columns 0), the reused answer's
+ * tokens and cost recorded as saved, and the model that produced it named.
+ */
+export function chargeReuse(call: Call, produced: { provider: string; model: string | undefined; usage: CachedAnswer['usage']; costUsd: number | undefined }): void {
+  call.usage = undefined;
+  call.costUsd = 0;
+  call.tokensSaved += produced.usage ? produced.usage.promptTokens + produced.usage.completionTokens : 0;
+  call.saved.cache = produced.costUsd ?? 0;
+  nameProducer(call, produced.provider, produced.model);
+}
+
+/**
+ * Points `call.target` at the provider that produced a reused answer (a
+ * fallback may have answered the original call), so that X-Gateway-Model
+ * and the usage record name it.
+ */
+export function nameProducer(call: Call, providerId: string, model: string | undefined): void {
+  const target = call.target;
+  if (model !== undefined) call.modelUsed = model;
+  if (!target || target.provider.id === providerId) return;
+  const provider = findProvider(providerId);
+  if (!provider) return;
+  const routed = call.targets.find((t) => t.provider.id === providerId);
+  call.target = routed ?? { ...target, provider, model: model ?? target.model, entry: catalogEntry(providerId, model ?? target.model) };
+}

@@ -1,0 +1,108 @@
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { Clock } from '../../platform/clock.ts';
+import type { GatewayConfig } from '../config.ts';
+import type { TenantContext } from '../data-plane/tenant-context.ts';
+import type { Call } from '../pipeline/call.ts';
+import type { AnswerStore } from './answer-store.ts';
+import type { CachedAnswer } from './cached-answer.ts';
+import type { Flight } from './flight.ts';
+import { InFlight } from './in-flight.ts';
+import { MemoryAnswerStore } from './memory-store.ts';
+import { RedisAnswerStore } from './redis-store.ts';
+import { RemoteFlights } from './remote-flights.ts';
+import { chargeReuse, sendAnswer } from './replay.ts';
+
+/** What the cache does for one tenant: the gateway's defaults (GATEWAY_CACHE_*) under the tenant's settings.cache. */
+export interface CachePolicy {
+  enabled: boolean;
+  dedup: boolean;
+  ttlMs: number;
+}
+
+/**
+ * The response cache and in-flight dedup, shared by their two stages: the
+ * store (Redis when REDIS_URL is set, else the in-process LRU), the flights
+ * in progress, and each tenant's policy.
+ */
+export class ResponseCache {
+  readonly store: AnswerStore;
+  readonly flights: InFlight;
+  readonly #config: GatewayConfig['cache'];
+  readonly #clock: Clock;
+  readonly #log: Logger;
+  readonly #remote: RemoteFlights | undefined;
+
+  constructor(deps: { config: GatewayConfig; clock: Clock; log: Logger; redis: Redis | undefined }) {
+    const config = deps.config.cache;
+    this.#config = config;
+    this.#clock = deps.clock;
+    this.#log = deps.log;
+    this.store = deps.redis
+      ? new RedisAnswerStore({ redis: deps.redis, maxEntryBytes: config.maxEntryBytes })
+      : new MemoryAnswerStore({ clock: deps.clock, maxBytes: config.maxBytes, maxEntryBytes: config.maxEntryBytes });
+    this.#remote = deps.redis ? new RemoteFlights({ redis: deps.redis, leaseMs: config.dedupLeaseMs, log: deps.log }) : undefined;
+    this.flights = new InFlight({
+      remote: this.#remote,
+      log: deps.log,
+      store: (leader, flight) => this.#keep(leader, flight),
+      fromStore: async (call) => {
+        const policy = this.policy(call.tenant);
+        const answer = policy.enabled && call.cacheKey ? await this.lookup(call.tenant.tenantId, call.cacheKey, policy.ttlMs) : undefined;
+        if (answer) this.answer(call, answer);
+        return answer !== undefined;
+      },
+    });
+  }
+
+  policy(tenant: TenantContext): CachePolicy {
+    const own = tenant.settings.cache;
+    const enabled = own?.enabled ?? this.#config.enabled;
+    return { enabled, dedup: enabled && (own?.dedup ?? true), ttlMs: (own?.ttl_seconds ?? this.#config.ttlSeconds) * 1000 };
+  }
+
+  /**
+   * The live answer under `key`, or undefined. An entry older than the
+   * tenant's TTL now is a miss even if its store still has it (the TTL was
+   * lowered since). A store that fails (Redis away) is a miss, logged.
+   */
+  async lookup(tenantId: string, key: string, ttlMs: number): Promise<CachedAnswer | undefined> {
+    let answer: CachedAnswer | undefined;
+    try {
+      answer = await this.store.get(tenantId, key);
+    } catch (err) {
+      this.#log.warn({ err: (err as Error).message }, 'cache: reading the store failed; answering as a miss');
+      return undefined;
+    }
+    return answer && this.#clock.now() - answer.createdAt < ttlMs ? answer : undefined;
+  }
+
+  /** Answers a call with a stored answer (a hit): replayed in the shape asked for, nothing billed, its age told. */
+  answer(call: Call, answer: CachedAnswer): void {
+    call.cacheStatus = 'hit';
+    call.cacheAgeS = Math.max(0, Math.floor((this.#clock.now() - answer.createdAt) / 1000));
+    chargeReuse(call, answer);
+    sendAnswer(call, answer, answer.costUsd === undefined ? undefined : 0);
+  }
+
+  close(): void {
+    this.#remote?.close();
+  }
+
+  /** A flight's complete answer, stored for the tenant's TTL (only successful, complete answers reach here). */
+  async #keep(leader: Call, flight: Flight): Promise<void> {
+    const policy = this.policy(leader.tenant);
+    const outcome = flight.outcome;
+    if (!policy.enabled || !outcome || leader.noCache) return;
+    const answer: CachedAnswer = {
+      v: 1,
+      provider: outcome.provider ?? leader.target?.provider.id ?? '',
+      model: outcome.modelUsed ?? leader.target?.model ?? '',
+      createdAt: this.#clock.now(),
+      usage: outcome.usage,
+      costUsd: outcome.costUsd,
+      ...flight.answer(),
+    };
+    await this.store.set(leader.tenant.tenantId, flight.key, answer, policy.ttlMs);
+  }
+}

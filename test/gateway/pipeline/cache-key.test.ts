@@ -1,0 +1,185 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import fc from 'fast-check';
+import { chunksToCompletion, completionToChunks } from '../../../src/gateway/cache/answer-format.ts';
+import { cacheKey } from '../../../src/gateway/cache/cache-key.ts';
+import { canonicalJson } from '../../../src/gateway/cache/canonical-json.ts';
+import type { CachedAnswer } from '../../../src/gateway/cache/cached-answer.ts';
+import { MemoryAnswerStore } from '../../../src/gateway/cache/memory-store.ts';
+import { loadGatewayConfig } from '../../../src/gateway/config.ts';
+import type { ChatRequest } from '../../../src/gateway/providers/types.ts';
+import { ManualClock } from '../../../src/platform/clock.ts';
+
+const request = (fields: Record<string, unknown> = {}): ChatRequest => ({
+  model: 'gpt-4o-mini',
+  messages: [{ role: 'user', content: 'hello' }],
+  temperature: 0,
+  ...fields,
+});
+const key = (body: ChatRequest, tenant = 'tenant-a', target = 'openai/gpt-4o-mini') => cacheKey(tenant, target, body);
+
+/** The same object with its keys (at every depth) in another order. */
+function reorder(value: unknown, order: (keys: string[]) => string[]): unknown {
+  if (Array.isArray(value)) return value.map((v) => reorder(v, order));
+  if (value === null || typeof value !== 'object') return value;
+  const out: Record<string, unknown> = {};
+  for (const k of order(Object.keys(value))) out[k] = reorder((value as Record<string, unknown>)[k], order);
+  return out;
+}
+
+describe('cache key', () => {
+  test('key order and insignificant whitespace do not change it', () => {
+    const body = request({ tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object', properties: { a: { type: 'string' } } } } }] });
+    const text = JSON.stringify(reorder(body, (keys) => keys.reverse()), null, 4).replaceAll(':', ' :\n\t ');
+    assert.equal(key(JSON.parse(text) as ChatRequest), key(body));
+  });
+
+  test('any permutation of keys at any depth gives the same key (property)', () => {
+    const json = fc.jsonValue({ maxDepth: 4 });
+    fc.assert(
+      fc.property(fc.dictionary(fc.string({ maxLength: 8 }), json, { maxKeys: 8 }), fc.func(fc.integer()), (extra, rank) => {
+        const body = request(extra as Record<string, unknown>);
+        const shuffled = reorder(body, (keys) => [...keys].sort((a, b) => rank(a) - rank(b) || (a < b ? -1 : 1))) as ChatRequest;
+        assert.equal(key(shuffled), key(body));
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  test('every field that can change the answer changes the key', () => {
+    const base = key(request());
+    const changed: Record<string, unknown>[] = [
+      { temperature: 0.1 },
+      { top_p: 0.5 },
+      { max_tokens: 10 },
+      { max_completion_tokens: 10 },
+      { stop: ['x'] },
+      { seed: 7 },
+      { n: 2 },
+      { reasoning_effort: 'high' },
+      { response_format: { type: 'json_object' } },
+      { tools: [{ type: 'function', function: { name: 'g' } }] },
+      { tool_choice: 'required' },
+      { some_unknown_field: true },
+      { messages: [{ role: 'user', content: 'hello!' }] },
+    ];
+    const keys = new Set([base]);
+    for (const fields of changed) {
+      const k = key(request(fields));
+      assert.notEqual(k, base, JSON.stringify(fields));
+      keys.add(k);
+    }
+    assert.equal(keys.size, changed.length + 1, 'each change gives a key of its own');
+    assert.notEqual(key(request({ temperature: undefined })), base, 'a missing temperature is not temperature 0');
+  });
+
+  test('fields that cannot change the answer, and the model as named, leave it alone', () => {
+    const base = key(request());
+    for (const fields of [{ user: 'u1' }, { stream: true }, { stream_options: { include_usage: true } }, { metadata: { a: '1' } }, { model: 'openai/gpt-4o-mini' }]) {
+      assert.equal(key(request(fields)), base, JSON.stringify(fields));
+    }
+  });
+
+  test('the tenant and the routed model are part of the key', () => {
+    assert.notEqual(key(request(), 'tenant-b'), key(request()));
+    assert.notEqual(key(request(), 'tenant-a', 'openai/gpt-4o'), key(request()));
+  });
+
+  test('canonical JSON sorts keys at every depth and keeps array order', () => {
+    assert.equal(canonicalJson({ b: [3, { d: 1, c: 2 }], a: 'x', u: undefined }), '{"a":"x","b":[3,{"c":2,"d":1}]}');
+  });
+});
+
+describe('answer shapes', () => {
+  const chunk = (delta: unknown, finish: string | null = null) =>
+    JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 5, model: 'm', system_fingerprint: 'fp', choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }] });
+
+  test('chunks join into a completion: content, reasoning, tool-call fragments by index, finish reason, usage without cost', () => {
+    const chunks = [
+      chunk({ role: 'assistant', content: null, tool_calls: [{ index: 0, id: 't1', type: 'function', function: { name: 'f', arguments: '' } }] }),
+      chunk({ reasoning_content: 'think ' }),
+      chunk({ reasoning_content: 'more' }),
+      chunk({ tool_calls: [{ index: 0, function: { arguments: '{"a":' } }] }),
+      chunk({ tool_calls: [{ index: 0, function: { arguments: '1}' } }] }),
+      chunk({}, 'tool_calls'),
+    ];
+    const usage = JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 5, model: 'm', choices: [], usage: { prompt_tokens: 3, completion_tokens: 2, cost: 0.1 } });
+    const completion = JSON.parse(chunksToCompletion(chunks, usage));
+    assert.deepEqual(completion, {
+      id: 'c1',
+      object: 'chat.completion',
+      created: 5,
+      model: 'm',
+      choices: [
+        {
+          index: 0,
+          message: { role: 'assistant', content: null, reasoning_content: 'think more', tool_calls: [{ id: 't1', type: 'function', function: { name: 'f', arguments: '{"a":1}' } }] },
+          logprobs: null,
+          finish_reason: 'tool_calls',
+        },
+      ],
+      usage: { prompt_tokens: 3, completion_tokens: 2 },
+      system_fingerprint: 'fp',
+    });
+  });
+
+  test('a completion cut into chunks joins back into the same message', () => {
+    const original = {
+      id: 'c2',
+      object: 'chat.completion',
+      created: 9,
+      model: 'm',
+      choices: [
+        { index: 0, message: { role: 'assistant', content: 'hi there', refusal: null, reasoning_content: 'hmm' }, logprobs: null, finish_reason: 'stop' },
+        { index: 1, message: { role: 'assistant', content: null, tool_calls: [{ id: 't', type: 'function', function: { name: 'f', arguments: '{}' } }] }, logprobs: null, finish_reason: 'tool_calls' },
+      ],
+      usage: { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 },
+    };
+    const { chunks, usageChunk } = completionToChunks(JSON.stringify(original));
+    assert.ok(chunks.every((c) => JSON.parse(c).object === 'chat.completion.chunk'));
+    assert.deepEqual(JSON.parse(usageChunk!).choices, []);
+    assert.deepEqual(JSON.parse(chunksToCompletion(chunks, usageChunk)), original);
+  });
+});
+
+describe('in-memory store', () => {
+  const answer = (text: string): CachedAnswer => ({ v: 1, provider: 'openai', model: 'm', createdAt: 0, usage: undefined, costUsd: 0, completion: text });
+  const size = (a: CachedAnswer) => JSON.stringify(a).length + 256;
+
+  test('bounded by bytes: the least recently used entries go first', async () => {
+    const one = size(answer('x'.repeat(100)));
+    const store = new MemoryAnswerStore({ clock: new ManualClock(), maxBytes: 3 * one, maxEntryBytes: 10_000 });
+    for (const k of ['a', 'b', 'c']) await store.set('t', k, answer('x'.repeat(100)), 60_000);
+    assert.ok(await store.get('t', 'a'), 'a is now the most recently used');
+    await store.set('t', 'd', answer('x'.repeat(100)), 60_000);
+    assert.equal(await store.get('t', 'b'), undefined, 'b, least recently used, was evicted');
+    assert.ok(await store.get('t', 'a'));
+    assert.ok(await store.get('t', 'c'));
+    assert.ok(await store.get('t', 'd'));
+    assert.ok(store.bytes <= 3 * one);
+    await store.set('t', 'big', answer('x'.repeat(20_000)), 60_000);
+    assert.equal(await store.get('t', 'big'), undefined, 'an entry over the per-entry cap is not kept');
+    assert.equal(store.size, 3);
+  });
+
+  test('entries expire with their TTL (by the clock)', async () => {
+    const clock = new ManualClock();
+    const store = new MemoryAnswerStore({ clock, maxBytes: 1e6, maxEntryBytes: 1e6 });
+    await store.set('t', 'k', answer('a'), 1000);
+    clock.advance(999);
+    assert.ok(await store.get('t', 'k'));
+    clock.advance(1);
+    assert.equal(await store.get('t', 'k'), undefined);
+    assert.equal(store.bytes, 0);
+  });
+});
+
+test('the cache is on by default and configurable from the environment', () => {
+  const env = { DATA_DIR: '/tmp', GATEWAY_ENCRYPTION_KEY: 'b'.repeat(64) };
+  const on = loadGatewayConfig(env).cache;
+  assert.equal(on.enabled, true);
+  assert.equal(on.ttlSeconds, 3600);
+  const off = loadGatewayConfig({ ...env, GATEWAY_CACHE_ENABLED: 'false', GATEWAY_CACHE_TTL_SECONDS: '60', GATEWAY_CACHE_MAX_BYTES: '1000' }).cache;
+  assert.deepEqual([off.enabled, off.ttlSeconds, off.maxBytes], [false, 60, 1000]);
+  assert.throws(() => loadGatewayConfig({ ...env, GATEWAY_CACHE_TTL_SECONDS: '0' }), /GATEWAY_CACHE_TTL_SECONDS/);
+});
