@@ -62,6 +62,8 @@ export interface Call {
   readonly modelRequested: string;
   readonly sessionId: string | undefined;
   readonly tag: string | undefined;
+  /** X-Gateway-No-Route: true: exactly the model named, no routing and no fallback (retries still). */
+  readonly noRoute: boolean;
   /** Fires when the client goes away before the answer is complete: the upstream request is aborted. */
   readonly signal: AbortSignal;
   readonly log: FastifyBaseLogger;

@@ -18,6 +18,14 @@ function label(request: FastifyRequest, name: string): string | undefined {
   return value;
 }
 
+/** X-Gateway-No-Route: `true` or `false`, sent at most once. */
+function flag(request: FastifyRequest, name: string): boolean {
+  const value = request.headers[name];
+  if (value === undefined) return false;
+  if (value !== 'true' && value !== 'false') throw invalidHeader(name, 'must be true or false, sent once.');
+  return value === 'true';
+}
+
 /** A new call for a validated chat request; `openStream` writes the stream's head with the headers given then. */
 export function newCall(
   request: FastifyRequest,
@@ -29,6 +37,7 @@ export function newCall(
   const body = request.body as ChatRequest;
   const sessionId = label(request, 'x-gateway-session-id');
   const tag = label(request, 'x-gateway-tag');
+  const noRoute = flag(request, 'x-gateway-no-route');
   const controller = new AbortController();
   const res = reply.raw;
   res.once('close', () => {
@@ -46,6 +55,7 @@ export function newCall(
     modelRequested: body.model,
     sessionId,
     tag,
+    noRoute,
     signal: controller.signal,
     log: request.log,
     response: res,
