@@ -50,7 +50,7 @@ export function createGatewayMetrics(registry: Registry): GatewayMetrics {
   });
   const circuitEvents = new Counter({
     name: 'gateway_circuit_events_total',
-    help: 'Provider circuit breakers (per replica): circuits opened, half-opened and closed, and calls skipped while open, by provider.',
+    help: 'Provider circuit breakers (per replica): circuits opened, half-opened, reopened (a failed probe) and closed, and calls skipped while open, by provider.',
     labelNames: ['provider', 'event'],
     registers,
   });

@@ -1,6 +1,7 @@
 import type { Clock } from '../../platform/clock.ts';
 
-export type CircuitEvent = 'opened' | 'half_open' | 'closed' | 'skipped';
+/** `reopened`: a half-open circuit's probe failed (the circuit was never closed in between). */
+export type CircuitEvent = 'opened' | 'half_open' | 'reopened' | 'closed' | 'skipped';
 
 interface Circuit {
   provider: string;
@@ -80,10 +81,11 @@ export class CircuitBreakers {
     }
     c.failures++;
     if (c.state === 'half_open' || (c.state === 'closed' && c.failures >= this.#failures)) {
+      const event = c.state === 'half_open' ? 'reopened' : 'opened';
       c.state = 'open';
       c.probing = false;
       c.openUntil = this.#clock.now() + this.#cooldownMs;
-      this.#onEvent(provider, 'opened');
+      this.#onEvent(provider, event);
     }
   }
 

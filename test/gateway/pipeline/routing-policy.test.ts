@@ -134,7 +134,7 @@ describe('retries and the circuit breaker (pure)', () => {
     b.success('k');
     assert.equal(b.admit('k', 'openai'), true);
     assert.deepEqual(events, [
-      'openai:opened', 'openai:skipped', 'openai:half_open', 'openai:skipped', 'openai:opened', 'openai:skipped', 'openai:half_open', 'openai:closed',
+      'openai:opened', 'openai:skipped', 'openai:half_open', 'openai:skipped', 'openai:reopened', 'openai:skipped', 'openai:half_open', 'openai:closed',
     ]);
   });
 
