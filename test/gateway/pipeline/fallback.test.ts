@@ -78,7 +78,7 @@ for (const kind of DB_KINDS) {
       assert.equal(response.headers.get('x-gateway-model'), 'anthropic/claude-haiku-4-5');
       assert.equal(response.headers.get('x-gateway-provider'), 'anthropic');
       assert.deepEqual(openaiModels(), ['gpt-4o-mini', 'gpt-4o-mini', 'gpt-5-nano', 'gpt-5-nano']);
-      assert.equal((anthropic.calls.last()?.body as { model: string }).model, 'claude-haiku-4-5');
+      assert.equal((anthropic.calls.last()!.body as { model: string }).model, 'claude-haiku-4-5');
       const row = await usageRecord(gw, requestIdOf(response.headers));
       assert.equal(row.model_requested, 'openai/gpt-4o-mini');
       assert.equal(row.model_used, 'anthropic/claude-haiku-4-5');

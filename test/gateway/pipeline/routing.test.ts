@@ -22,7 +22,7 @@ const tierOf = (model: string) => {
   const slash = model.indexOf('/');
   return catalogEntry(model.slice(0, slash), model.slice(slash + 1))?.tier;
 };
-const sentModel = (gw: LiveGateway) => (gw.fake.calls.last()?.body as { model: string }).model;
+const sentModel = (gw: LiveGateway) => (gw.fake.calls.last()!.body as { model: string }).model;
 
 for (const kind of DB_KINDS) {
   describe(`routing through the OpenAI SDK (${kind})`, () => {
