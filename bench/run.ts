@@ -3,6 +3,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gatewayComparison } from './benchmarks/gateway.ts';
+import { routingBenchmark } from './benchmarks/gateway-routing.ts';
 import { loginAndLatency } from './benchmarks/login.ts';
 import { oauthThroughput } from './benchmarks/oauth.ts';
 import { meThroughput } from './benchmarks/throughput.ts';
@@ -22,11 +23,13 @@ import type { AuthInfo } from './servers/auth-info.ts';
  * (login: benchmarks 1 and 2; me: 3; oauth: 4) and prints their table
  * without rewriting docs/BENCHMARKS.md, which holds whole runs only.
  * `npm run bench -- gateway` runs the gateway comparison and the
- * services' idle memory (bench/benchmarks/gateway.ts).
+ * services' idle memory (bench/benchmarks/gateway.ts). `npm run bench --
+ * routing` runs routing's savings and speed on the labelled prompts
+ * (bench/benchmarks/gateway-routing.ts, in process, seconds).
  */
-const PARTS = ['login', 'me', 'oauth', 'gateway'] as const;
+const PARTS = ['login', 'me', 'oauth', 'gateway', 'routing'] as const;
 type Part = (typeof PARTS)[number];
-const WHOLE: readonly Part[] = ['login', 'me', 'oauth', 'gateway'];
+const WHOLE: readonly Part[] = ['login', 'me', 'oauth', 'gateway', 'routing'];
 const asked = process.argv.slice(2);
 for (const a of asked) {
   if (!(PARTS as readonly string[]).includes(a)) {
@@ -40,7 +43,7 @@ const authParts = WHOLE.some((p) => parts.has(p));
 
 const CORES = availableParallelism();
 // The gateway part sends 100,000 requests through each target, Portkey's at about 1k/s.
-const TIME_LIMIT_MS = (authParts ? 175_000 : 0) + (parts.has('gateway') ? 420_000 : 0);
+const TIME_LIMIT_MS = (authParts ? 175_000 : 0) + (parts.has('gateway') ? 420_000 : 0) + (parts.has('routing') ? 60_000 : 0);
 
 const ROOT = new URL('../', import.meta.url);
 const DOC = new URL('docs/BENCHMARKS.md', ROOT);
@@ -48,11 +51,12 @@ const RAW = new URL('bench/results/last-run.json', ROOT);
 
 async function main(servers: ChildServer<unknown>[], dataDir: string) {
   const gateway = parts.has('gateway') ? await gatewayComparison() : undefined;
+  const routing = parts.has('routing') ? await routingBenchmark() : undefined;
   const auth = authParts ? await authBenchmarks(servers, dataDir) : undefined;
   return {
-    rows: [...(auth?.rows ?? []), ...(gateway?.rows ?? [])],
-    details: [...(auth?.details ?? []), ...(gateway?.details ?? [])],
-    raw: { ...auth?.raw, ...gateway?.raw },
+    rows: [...(auth?.rows ?? []), ...(gateway?.rows ?? []), ...(routing?.rows ?? [])],
+    details: [...(auth?.details ?? []), ...(gateway?.details ?? []), ...(routing?.details ?? [])],
+    raw: { ...auth?.raw, ...gateway?.raw, ...routing?.raw },
   };
 }
 

@@ -24,6 +24,8 @@ export interface RouteModel {
 export class RoutingPolicy {
   readonly #settings: RoutingSettings;
   readonly #keyed: ReadonlySet<string>;
+  /** candidates() by tier: a policy lives as long as its tenant's cached context (the stage keeps one per context). */
+  readonly #byTier = new Map<Tier, RouteModel[]>();
 
   constructor(settings: RoutingSettings, keyed: ReadonlySet<string>) {
     this.#settings = settings;
@@ -40,6 +42,15 @@ export class RoutingPolicy {
 
   /** The models that may serve tier `tier` or above (the tenant's `tiers` lists, else the catalog's tiers), lowest tier first. */
   candidates(tier: Tier): RouteModel[] {
+    let found = this.#byTier.get(tier);
+    if (found === undefined) {
+      found = this.#candidates(tier);
+      this.#byTier.set(tier, found);
+    }
+    return found;
+  }
+
+  #candidates(tier: Tier): RouteModel[] {
     const lists = this.#settings.tiers;
     const out: RouteModel[] = [];
     if (lists) {

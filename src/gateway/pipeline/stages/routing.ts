@@ -5,6 +5,7 @@ import { costUsd } from '../../catalog/cost.ts';
 import type { Tier } from '../../catalog/models.ts';
 import type { RoutingConfig } from '../../config.ts';
 import { modelNotFound, noProviderKey } from '../../openai-errors.ts';
+import type { TenantContext } from '../../data-plane/tenant-context.ts';
 import type { ProviderAdapter } from '../../providers/types.ts';
 import { AUTO_MODEL, autoWithoutRouting, noModelFits } from '../../routing/auto-model.ts';
 import { chooseRoute } from '../../routing/choose-route.ts';
@@ -36,11 +37,17 @@ export interface RoutingStageDeps {
  * 4. After the call: what routing saved against its baseline.
  */
 export function routingStage(deps: RoutingStageDeps): Stage {
+  // One policy per tenant context: a context is replaced when its keys or settings change, so is its policy.
+  const policies = new WeakMap<TenantContext, RoutingPolicy>();
   return async function route(call, next) {
     const settings = call.tenant.settings.routing ?? {};
     const auto = call.modelRequested === AUTO_MODEL;
     if (auto && call.noRoute) throw autoWithoutRouting();
-    const policy = new RoutingPolicy(settings, call.tenant.keyed);
+    let policy = policies.get(call.tenant);
+    if (policy === undefined) {
+      policy = new RoutingPolicy(settings, call.tenant.keyed);
+      policies.set(call.tenant, policy);
+    }
     const requested = auto ? undefined : resolveRequested(call, policy);
     const fit = new PromptFit(call.body, promptShape(call.body));
 
