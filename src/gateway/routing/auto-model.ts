@@ -23,7 +23,7 @@ export const noModelFits = (tokens: number | undefined) =>
     400,
     'no_model_fits',
     tokens === undefined
-      ? 'None of your providers\' models can take this request (its images, response format or number of choices); name a model.'
+      ? 'None of your providers\' catalog models (GET /v1/models) can take this request (its images, response format or number of choices); name a model.'
       : `None of your providers' models has a context window for this request (about ${tokens} prompt tokens plus the output); shorten it or name a model.`,
     { type: 'invalid_request_error', param: 'messages' },
   );

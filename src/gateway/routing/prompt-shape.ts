@@ -50,28 +50,26 @@ export function promptShape(body: ChatRequest): PromptShape {
   let images = 0;
   let toolTurns = 0;
   let system = '';
-  let lastUser = '';
-  let askWords = 0;
+  let lastUser: unknown = '';
   for (const message of messages) {
     tokenBound += PER_MESSAGE;
     if (typeof message !== 'object' || message === null) continue;
     const m = message as Record<string, unknown>;
-    const text = textOf(m.content);
-    chars += text.chars;
-    tokenBound += text.bytes + text.images * IMAGE_TOKENS;
-    images += text.images;
+    const size = measure(m.content);
+    chars += size.chars;
+    tokenBound += size.bytes + size.images * IMAGE_TOKENS;
+    images += size.images;
     if (m.role === 'tool' || m.role === 'function' || Array.isArray(m.tool_calls)) {
       toolTurns++;
       if (m.tool_calls !== undefined) tokenBound += Buffer.byteLength(JSON.stringify(m.tool_calls));
     }
-    if ((m.role === 'system' || m.role === 'developer') && system.length < SCAN_SYSTEM) system += text.head(SCAN_SYSTEM - system.length);
-    else if (m.role === 'user') {
-      lastUser = text.head(SCAN_USER);
-      askWords = wordCount(lastUser);
-    }
+    if ((m.role === 'system' || m.role === 'developer') && system.length < SCAN_SYSTEM) system += head(m.content, SCAN_SYSTEM - system.length);
+    else if (m.role === 'user') lastUser = m.content;
   }
+  const ask = head(lastUser, SCAN_USER);
+  const askWords = wordCount(ask);
   const last = messages.at(-1) as Record<string, unknown> | undefined;
-  const lastText = last && last.role !== 'user' && last.role !== 'system' ? textOf(last.content).head(SCAN_LAST) : '';
+  const lastText = last && last.role !== 'user' && last.role !== 'system' ? head(last.content, SCAN_LAST) : '';
   const tools = Array.isArray(body['tools']) ? (body['tools'] as unknown[]).length : 0;
   if (tools > 0) tokenBound += Buffer.byteLength(JSON.stringify(body['tools']));
   const format = body['response_format'] as { type?: unknown; json_schema?: { schema?: unknown } } | null | undefined;
@@ -91,7 +89,7 @@ export function promptShape(body: ChatRequest): PromptShape {
     maxOutput,
     effort,
     askWords,
-    scanText: `${system}\n${lastUser}\n${lastText}`,
+    scanText: `${system}\n${ask}\n${lastText}`,
   };
 }
 
@@ -108,34 +106,41 @@ function wordCount(text: string): number {
 
 const positive = (v: unknown) => (typeof v === 'number' && Number.isInteger(v) && v > 0 ? v : undefined);
 
-interface Text {
-  chars: number;
-  bytes: number;
-  images: number;
-  head(n: number): string;
-}
-
-const EMPTY: Text = { chars: 0, bytes: 0, images: 0, head: () => '' };
+/** Sizes of one message's content, written into one reused object (no allocation per message). */
+const sizes = { chars: 0, bytes: 0, images: 0 };
 
 /** A message's content: a string, or parts (text parts read, image parts counted, others measured as JSON). */
-function textOf(content: unknown): Text {
+function measure(content: unknown): typeof sizes {
+  sizes.chars = 0;
+  sizes.bytes = 0;
+  sizes.images = 0;
   if (typeof content === 'string') {
-    return { chars: content.length, bytes: Buffer.byteLength(content), images: 0, head: (n) => content.slice(0, n) };
+    sizes.chars = content.length;
+    sizes.bytes = Buffer.byteLength(content);
+  } else if (Array.isArray(content)) {
+    for (const part of content) {
+      if (typeof part !== 'object' || part === null) continue;
+      const p = part as Record<string, unknown>;
+      if (typeof p.text === 'string') {
+        sizes.chars += p.text.length;
+        sizes.bytes += Buffer.byteLength(p.text);
+      } else if (p.type === 'image_url' || p.type === 'image') sizes.images++;
+      else sizes.bytes += Buffer.byteLength(JSON.stringify(p));
+    }
   }
-  if (!Array.isArray(content)) return EMPTY;
-  let chars = 0;
-  let bytes = 0;
-  let images = 0;
-  const texts: string[] = [];
+  return sizes;
+}
+
+/** The first `n` characters of a message's text (text parts joined by newlines). */
+function head(content: unknown, n: number): string {
+  if (typeof content === 'string') return content.length <= n ? content : content.slice(0, n);
+  if (!Array.isArray(content)) return '';
+  let out = '';
   for (const part of content) {
-    if (typeof part !== 'object' || part === null) continue;
-    const p = part as Record<string, unknown>;
-    if (typeof p.text === 'string') {
-      chars += p.text.length;
-      bytes += Buffer.byteLength(p.text);
-      texts.push(p.text);
-    } else if (p.type === 'image_url' || p.type === 'image') images++;
-    else bytes += Buffer.byteLength(JSON.stringify(p));
+    const text = (part as { text?: unknown } | null)?.text;
+    if (typeof text !== 'string') continue;
+    out += out ? `\n${text}` : text;
+    if (out.length >= n) return out.slice(0, n);
   }
-  return { chars, bytes, images, head: (n) => texts.join('\n').slice(0, n) };
+  return out;
 }
