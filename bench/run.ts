@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { gatewayComparison } from './benchmarks/gateway.ts';
 import { gatewayCache } from './benchmarks/gateway-cache.ts';
 import { compactionBenchmark } from './benchmarks/gateway-compaction.ts';
+import { routingBenchmark } from './benchmarks/gateway-routing.ts';
 import { gatewaySavings } from './benchmarks/gateway-savings.ts';
 import { loginAndLatency } from './benchmarks/login.ts';
 import { oauthThroughput } from './benchmarks/oauth.ts';
@@ -30,13 +31,14 @@ import type { AuthInfo } from './servers/auth-info.ts';
  * transcript corpus, in process: bench/benchmarks/gateway-compaction.ts) and
  * `savings` (what the gateway saves on the corpus:
  * bench/benchmarks/gateway-savings.ts), `cache` (cache hits against misses,
- * dedup: bench/benchmarks/gateway-cache.ts).
+ * dedup: bench/benchmarks/gateway-cache.ts), `routing` (the classifier on a
+ * labelled prompt set: bench/benchmarks/gateway-routing.ts).
  */
-const PARTS = ['login', 'me', 'oauth', 'gateway', 'cache', 'compaction', 'savings'] as const;
+const PARTS = ['login', 'me', 'oauth', 'gateway', 'cache', 'compaction', 'routing', 'savings'] as const;
 type Part = (typeof PARTS)[number];
 const WHOLE: readonly Part[] = PARTS;
 /** Parts that need no account-service servers. */
-const GATEWAY_ONLY: ReadonlySet<Part> = new Set(['cache', 'compaction', 'savings']);
+const GATEWAY_ONLY: ReadonlySet<Part> = new Set(['cache', 'compaction', 'routing', 'savings']);
 const asked = process.argv.slice(2);
 for (const a of asked) {
   if (!(PARTS as readonly string[]).includes(a)) {
@@ -50,7 +52,7 @@ const authParts = WHOLE.some((p) => !GATEWAY_ONLY.has(p) && parts.has(p));
 
 const CORES = availableParallelism();
 // The gateway part sends 100,000 requests through each target, Portkey's at about 1k/s.
-const PART_LIMIT_MS: Partial<Record<Part, number>> = { gateway: 420_000, cache: 90_000, compaction: 180_000, savings: 300_000 };
+const PART_LIMIT_MS: Partial<Record<Part, number>> = { gateway: 420_000, cache: 90_000, compaction: 180_000, routing: 60_000, savings: 300_000 };
 const TIME_LIMIT_MS = (authParts ? 175_000 : 0) + [...parts].reduce((sum, p) => sum + (PART_LIMIT_MS[p] ?? 0), 0);
 
 const ROOT = new URL('../', import.meta.url);
@@ -60,10 +62,11 @@ const RAW = new URL('bench/results/last-run.json', ROOT);
 async function main(servers: ChildServer<unknown>[], dataDir: string) {
   const gateway = parts.has('gateway') ? await gatewayComparison() : undefined;
   const cache = parts.has('cache') ? await gatewayCache() : undefined;
+  const routing = parts.has('routing') ? await routingBenchmark() : undefined;
   const savings = parts.has('savings') ? await gatewaySavings() : undefined;
   const auth = authParts ? await authBenchmarks(servers, dataDir) : undefined;
   const compaction = parts.has('compaction') ? await compactionBenchmark() : undefined;
-  const results = [auth, gateway, cache, compaction, savings];
+  const results = [auth, gateway, cache, compaction, routing, savings];
   return {
     rows: results.flatMap((r) => r?.rows ?? []),
     details: results.flatMap((r) => r?.details ?? []),

@@ -46,6 +46,8 @@ export interface GatewayConfig extends SharedSettings {
     connections: number;
   };
   allowPrivateUpstreams: PrivateUpstreams;
+  /** Retries, fallbacks, circuit breakers and sticky routes (docs/gateway-routing.md). */
+  routing: RoutingConfig;
   /** Anthropic requires max_tokens; sent when the client gave neither max_tokens nor max_completion_tokens. */
   anthropicDefaultMaxTokens: number;
   /** retentionMs: usage records (and any stored bodies) older than this are purged. */
@@ -64,6 +66,23 @@ export interface GatewayConfig extends SharedSettings {
     /** With Redis: how long a leader's lock lives without renewal; followers on other replicas give up on a leader silent this long. */
     dedupLeaseMs: number;
   };
+}
+
+export interface RoutingConfig {
+  /** Retries of one model after a 429, 408, 5xx or timeout, before its fallbacks. */
+  retries: number;
+  /** First backoff delay; each retry doubles it (with full jitter). */
+  retryBaseDelayMs: number;
+  /** Longest wait before a retry, Retry-After included: a provider asking for longer is left for the fallbacks. */
+  retryMaxDelayMs: number;
+  /** Length of the default fallback chain (0: no fallback unless a tenant configures one). */
+  defaultFallbacks: number;
+  /** Consecutive failures that open a provider's circuit. */
+  breakerFailures: number;
+  /** How long an open circuit skips its provider before one probe call is let through. */
+  breakerCooldownMs: number;
+  /** How long a session keeps its routed model after its last call (a tenant may set its own). */
+  stickyTtlMs: number;
 }
 
 const MINUTE = 60_000;
@@ -132,6 +151,15 @@ export function loadGatewayConfig(env: Record<string, string | undefined> = proc
       connections: r.int('GATEWAY_UPSTREAM_CONNECTIONS', 128, 1, 10_000),
     },
     allowPrivateUpstreams,
+    routing: {
+      retries: r.int('GATEWAY_RETRIES', 2, 0, 10),
+      retryBaseDelayMs: r.int('GATEWAY_RETRY_BASE_DELAY_MS', 250, 0, 60_000),
+      retryMaxDelayMs: r.int('GATEWAY_RETRY_MAX_DELAY_MS', 5000, 0, 300_000),
+      defaultFallbacks: r.int('GATEWAY_DEFAULT_FALLBACKS', 2, 0, 5),
+      breakerFailures: r.int('GATEWAY_BREAKER_FAILURES', 5, 1, 1000),
+      breakerCooldownMs: r.int('GATEWAY_BREAKER_COOLDOWN_MS', 30_000, 10, 3_600_000),
+      stickyTtlMs: r.int('GATEWAY_STICKY_TTL_SECONDS', 3600, 60, 7 * 86_400) * 1000,
+    },
     anthropicDefaultMaxTokens: r.int('GATEWAY_ANTHROPIC_DEFAULT_MAX_TOKENS', 4096, 1, 1_000_000),
     usage: {
       flushMs: r.int('GATEWAY_USAGE_FLUSH_MS', 1000, 10, 60_000),

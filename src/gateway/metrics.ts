@@ -1,5 +1,6 @@
-import { Counter, Histogram, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { Call } from './pipeline/call.ts';
+import type { CircuitEvent } from './routing/circuit-breaker.ts';
 
 /**
  * The data plane's own metrics, beside the HTTP ones every service has.
@@ -10,6 +11,8 @@ import type { Call } from './pipeline/call.ts';
 export interface GatewayMetrics {
   observeCall(call: Call): void;
   usageDropped: Counter;
+  /** A provider circuit changed state, or skipped a call (routing/circuit-breaker.ts). */
+  circuitEvent(provider: string, event: CircuitEvent): void;
 }
 
 export function createGatewayMetrics(registry: Registry): GatewayMetrics {
@@ -45,6 +48,18 @@ export function createGatewayMetrics(registry: Registry): GatewayMetrics {
     help: 'Usage records dropped because the database stayed unreachable and the buffer was full.',
     registers,
   });
+  const circuitEvents = new Counter({
+    name: 'gateway_circuit_events_total',
+    help: 'Provider circuit breakers (per replica): circuits opened, half-opened, reopened (a failed probe) and closed, and calls skipped while open, by provider.',
+    labelNames: ['provider', 'event'],
+    registers,
+  });
+  const circuitsOpen = new Gauge({
+    name: 'gateway_circuits_open',
+    help: 'Provider origins whose circuit is open or half-open on this replica, by provider.',
+    labelNames: ['provider'],
+    registers,
+  });
   // Label children looked up once per label set: prom-client hashes a label object on every call.
   const children = new Map<string, { inc(n?: number): void; observe(v: number): void }>();
   const child = <T extends { inc(n?: number): void } | { observe(v: number): void }>(key: string, make: () => T): T => {
@@ -60,6 +75,11 @@ export function createGatewayMetrics(registry: Registry): GatewayMetrics {
   };
   return {
     usageDropped,
+    circuitEvent(provider, event) {
+      circuitEvents.inc({ provider, event });
+      if (event === 'opened') circuitsOpen.inc({ provider });
+      else if (event === 'closed') circuitsOpen.dec({ provider });
+    },
     observeCall(call) {
       const target = call.target;
       const model = target?.entry ? `${target.provider.id}/${target.entry.id}` : target ? 'other' : 'none';

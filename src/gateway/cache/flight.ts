@@ -19,6 +19,8 @@ export interface FlightOutcome {
   /** This replica's target object (undefined when the call ran on another replica). */
   target?: CallTarget | undefined;
   attempts: Attempt[];
+  /** Routing's reason as the attempts left it (a fallback adds to it). */
+  routeReason: string | undefined;
   /** What provider prompt caching saved the call, USD (the paying client's record keeps it). */
   promptCacheSaved: number;
   /** A non-streamed answer's chat.completion. */
@@ -230,6 +232,7 @@ export class Flight {
     const call = sub.call;
     call.upstreamMs = performance.now() - sub.joinedAt;
     call.attempts = o.attempts.slice();
+    if (o.routeReason !== undefined) call.routeReason = o.routeReason;
     call.status = o.status;
     call.errorCode = o.errorCode;
     if (o.target) call.target = o.target;

@@ -219,6 +219,7 @@ function outcomeOf(call: Call): FlightOutcome {
     modelUsed: call.modelUsed,
     target: call.target,
     attempts: call.attempts,
+    routeReason: call.routeReason,
     promptCacheSaved: call.saved.promptCache,
     result: call.result,
   };

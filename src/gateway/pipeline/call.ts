@@ -67,6 +67,8 @@ export interface Call {
   readonly headers: IncomingHttpHeaders;
   /** Headers a stage adds to this call's answer (x-ratelimit-*), sent with the X-Gateway-* ones. */
   readonly replyHeaders: Record<string, string>;
+  /** X-Gateway-No-Route: true: exactly the model named, no routing and no fallback (retries still). */
+  readonly noRoute: boolean;
   /** Fires when the client goes away before the answer is complete: the upstream request is aborted. */
   readonly signal: AbortSignal;
   readonly log: FastifyBaseLogger;

@@ -18,12 +18,12 @@ function label(request: FastifyRequest, name: string): string | undefined {
   return value;
 }
 
-/** X-Gateway-No-Cache: `true` or `false` (any case), sent once. */
-function noCache(request: FastifyRequest): boolean {
-  const value = request.headers['x-gateway-no-cache'];
+/** An X-Gateway-* switch: `true` or `false` (any case), sent at most once. */
+function flag(request: FastifyRequest, name: string): boolean {
+  const value = request.headers[name];
   if (value === undefined) return false;
   const text = typeof value === 'string' ? value.toLowerCase() : '';
-  if (text !== 'true' && text !== 'false') throw invalidHeader('x-gateway-no-cache', 'must be true or false, sent once.');
+  if (text !== 'true' && text !== 'false') throw invalidHeader(name, 'must be true or false, sent once.');
   return text === 'true';
 }
 
@@ -38,7 +38,8 @@ export function newCall(
   const body = request.body as ChatRequest;
   const sessionId = label(request, 'x-gateway-session-id');
   const tag = label(request, 'x-gateway-tag');
-  const bypassCache = noCache(request);
+  const bypassCache = flag(request, 'x-gateway-no-cache');
+  const noRoute = flag(request, 'x-gateway-no-route');
   const controller = new AbortController();
   const res = reply.raw;
   res.once('close', () => {
@@ -58,6 +59,7 @@ export function newCall(
     tag,
     headers: request.headers,
     replyHeaders: {},
+    noRoute,
     signal: controller.signal,
     log: request.log,
     response: res,

@@ -8,13 +8,15 @@ import type { GatewayConfig } from '../config.ts';
 import type { UsageWriter } from '../data-plane/usage-writer.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import type { ProviderAdapter } from '../providers/types.ts';
+import { CircuitBreakers } from '../routing/circuit-breaker.ts';
+import { stickyRoutes } from '../routing/sticky-routes.ts';
 import { type Call, compose } from './call.ts';
 import { budgetStage } from './stages/budgets.ts';
 import { cacheStage } from './stages/cache.ts';
 import { compactionStage } from './stages/compaction.ts';
 import { dedupStage } from './stages/dedup.ts';
 import { promptCacheStage } from './stages/prompt-cache.ts';
-import { resolveModelStage } from './stages/resolve-model.ts';
+import { routingStage } from './stages/routing.ts';
 import { type UpstreamSettings, upstreamStage } from './stages/upstream.ts';
 import { usageStage } from './stages/usage.ts';
 
@@ -51,14 +53,21 @@ export interface PipelineDeps {
  *    with retries and fallbacks along the targets.
  */
 export function buildPipeline(deps: PipelineDeps): (call: Call) => Promise<void> {
+  const { routing } = deps.config;
+  const breakers = new CircuitBreakers({
+    failures: routing.breakerFailures,
+    cooldownMs: routing.breakerCooldownMs,
+    clock: deps.clock,
+    onEvent: deps.metrics.circuitEvent,
+  });
   return compose([
     usageStage(deps.usage, deps.metrics),
     compactionStage(deps.config.compactDefault),
-    resolveModelStage(deps.adapters),
+    routingStage({ adapters: deps.adapters, config: routing, sticky: stickyRoutes(deps.redis, deps.clock), log: deps.log }),
     budgetStage({ ledger: deps.budgets, clock: deps.clock, defaultOutputTokens: deps.config.budgets.defaultOutputTokens, registry: deps.registry }),
     cacheStage(deps.cache),
     dedupStage(deps.cache),
     promptCacheStage(),
-    upstreamStage(deps.upstream),
+    upstreamStage(deps.upstream, { config: routing, breakers, clock: deps.clock }),
   ]);
 }

@@ -8,6 +8,7 @@ import type { TenantContext, TenantContexts } from '../data-plane/tenant-context
 import { invalidApiKey } from '../openai-errors.ts';
 import type { Call } from '../pipeline/call.ts';
 import { newCall } from '../pipeline/new-call.ts';
+import { autoModelListing } from '../routing/auto-model.ts';
 
 export interface DataPlaneRouteDeps {
   apiKeys: ApiKeyStore;
@@ -49,7 +50,7 @@ export async function dataPlaneRoutes(app: App, deps: DataPlaneRouteDeps): Promi
     const tenant = await tenantOf(request.principal.tenantId);
     return {
       object: 'list',
-      data: listedModels(tenant.keyed).map((m) => ({
+      data: autoModelListing(listedModels(tenant.keyed)).concat(listedModels(tenant.keyed).map((m) => ({
         id: `${m.provider}/${m.id}`,
         object: 'model',
         created: Math.floor(Date.parse(m.pricesRead) / 1000),
@@ -64,7 +65,7 @@ export async function dataPlaneRoutes(app: App, deps: DataPlaneRouteDeps): Promi
           output: m.output,
           read_on: m.pricesRead,
         },
-      })),
+      }))),
     };
   });
 

@@ -35,6 +35,10 @@ for (const kind of DB_KINDS) {
         GATEWAY_BODY_LIMIT_BYTES: String(256 * 1024),
         GATEWAY_UPSTREAM_FIRST_BYTE_TIMEOUT_MS: '300',
         GATEWAY_UPSTREAM_IDLE_TIMEOUT_MS: '300',
+        // Each provider error as the client sees it when nothing is left to try (retries and fallbacks: test/gateway/pipeline/fallback*.test.ts).
+        GATEWAY_RETRIES: '0',
+        GATEWAY_DEFAULT_FALLBACKS: '0',
+        GATEWAY_BREAKER_FAILURES: '1000',
       });
       t = await gw.tenant();
     });

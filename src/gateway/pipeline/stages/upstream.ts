@@ -1,10 +1,15 @@
 import type { Readable } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Dispatcher } from 'undici';
+import type { Clock } from '../../../platform/clock.ts';
 import { HttpProblem } from '../../../platform/errors.ts';
 import { costUsd } from '../../catalog/cost.ts';
+import type { RoutingConfig } from '../../config.ts';
 import type { UpstreamPools } from '../../data-plane/upstream-pools.ts';
 import { upstreamForbiddenAddress, upstreamInvalid, upstreamTimeout, upstreamUnreachable } from '../../openai-errors.ts';
 import type { CallContext, TokenUsage } from '../../providers/types.ts';
+import type { CircuitBreakers } from '../../routing/circuit-breaker.ts';
+import { planAfterFailure, retryDelayMs } from '../../routing/retry.ts';
 import type { Call, CallTarget, Stage } from '../call.ts';
 import { relayStream } from './relay-stream.ts';
 
@@ -21,16 +26,101 @@ export interface UpstreamSettings {
 /** An error body is read only this far: enough for any provider's message. */
 const ERROR_BODY_LIMIT = 64 * 1024;
 
+export interface Reliability {
+  config: RoutingConfig;
+  breakers: CircuitBreakers;
+  clock: Clock;
+}
+
 /**
- * The last stage: the call to the provider, over the origin's keep-alive
- * pool, with the adapter turning the request and the answer into and out of
- * the provider's wire format. A client that goes away aborts the upstream
- * request (the call's signal). Provider errors arrive in the OpenAI shape.
+ * The last stage: the provider call, along `call.targets` (routing's choice,
+ * then its fallbacks). Each target is tried, and retried after a 429, 408,
+ * 5xx or timeout with backoff (Retry-After honoured up to the configured
+ * cap) before the next one is; a provider refusing the tenant's key (401,
+ * 403) is not retried but may fall back to another provider; any other 4xx
+ * is the answer (routing/retry.ts). A provider whose circuit is open is
+ * skipped (routing/circuit-breaker.ts). A stream is retried only before its
+ * first byte reached the client: relay-stream.ts throws until then, and
+ * ends the stream itself after. Every try is one entry of `call.attempts`;
+ * `call.target` is the target that answered (X-Gateway-Model).
  */
-export function upstreamStage(settings: UpstreamSettings): Stage {
+export function upstreamStage(settings: UpstreamSettings, reliability: Reliability): Stage {
+  const { config, breakers, clock } = reliability;
+  const attempt = attemptOnce(settings);
   return async function callProvider(call) {
-    const target = call.target;
-    if (!target) throw new Error('no target: the routing stage must run before the upstream stage');
+    const targets = call.targets.length > 0 ? call.targets : call.target ? [call.target] : [];
+    if (targets.length === 0) throw new Error('no target: the routing stage must run before the upstream stage');
+    const routedBecause = call.routeReason;
+    let last: HttpProblem | undefined;
+    let firstFailed: string | undefined;
+    let refused: Set<string> | undefined;
+    let openForMs = Number.POSITIVE_INFINITY;
+    for (const target of targets) {
+      const ref = `${target.provider.id}/${target.model}`;
+      if (refused?.has(target.provider.id)) continue;
+      const circuit = `${target.provider.id} ${target.baseUrl.origin}`;
+      if (!breakers.admit(circuit, target.provider.id)) {
+        call.attempts.push({ model: ref, status: 503, errorCode: 'circuit_open', ms: 0 });
+        openForMs = Math.min(openForMs, breakers.retryInMs(circuit));
+        firstFailed ??= ref;
+        continue;
+      }
+      if (firstFailed !== undefined) {
+        const from = `fallback from ${firstFailed} (${last?.code ?? 'circuit_open'})`;
+        call.routeReason = routedBecause ? `${routedBecause}; ${from}` : from;
+      }
+      for (let retry = 0; ; retry++) {
+        call.target = target;
+        const startedAt = performance.now();
+        try {
+          await attempt(call, target);
+          call.attempts.push({ model: ref, status: call.status, errorCode: call.errorCode, ms: round(performance.now() - startedAt) });
+          breakers.success(circuit);
+          return;
+        } catch (err) {
+          const problem = err instanceof HttpProblem ? err : transportError(target, err, call.signal);
+          call.attempts.push({ model: ref, status: problem.status, errorCode: problem.code, ms: round(performance.now() - startedAt) });
+          const plan = planAfterFailure(problem);
+          if (plan.breaker) breakers.failure(circuit, target.provider.id);
+          else breakers.neutral(circuit);
+          if (plan.next === 'stop' || call.streamOpened || call.signal.aborted) throw problem;
+          last = problem;
+          firstFailed ??= ref;
+          if (plan.next === 'other-provider') {
+            refused ??= new Set();
+            refused.add(target.provider.id);
+            break;
+          }
+          if (retry >= config.retries) break;
+          const delay = retryDelayMs(retry, problem, config, clock.now());
+          if (delay > config.retryMaxDelayMs) break; // the provider asks for a longer pause than we wait: the fallbacks go first
+          // Time spent waiting for the provider to recover counts as upstream time, not the gateway's overhead.
+          try {
+            await sleep(delay, undefined, { signal: call.signal });
+          } catch (abort) {
+            throw transportError(target, abort, call.signal);
+          } finally {
+            call.upstreamMs += delay;
+          }
+          if (!breakers.admit(circuit, target.provider.id)) break;
+        }
+      }
+    }
+    throw last ?? circuitOpen(targets[0]!.provider.name, openForMs);
+  };
+}
+
+const round = (ms: number) => Math.round(ms * 100) / 100;
+
+const circuitOpen = (provider: string, retryInMs: number) =>
+  new HttpProblem(503, 'upstream_circuit_open', `The ${provider} API failed repeatedly and is skipped for a while; try again shortly.`, {
+    type: 'api_error',
+    headers: { 'retry-after': String(Math.max(1, Math.ceil(retryInMs / 1000))) },
+  });
+
+/** One call to one target: the request in the provider's wire format, the answer (or stream) back in OpenAI's. */
+function attemptOnce(settings: UpstreamSettings) {
+  return async function callTarget(call: Call, target: CallTarget): Promise<void> {
     const ctx: CallContext = {
       model: target.model,
       apiKey: target.apiKey,

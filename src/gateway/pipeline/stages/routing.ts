@@ -1,0 +1,131 @@
+import type { Logger } from 'pino';
+import { HttpProblem } from '../../../platform/errors.ts';
+import { resolveModel } from '../../catalog/catalog.ts';
+import { costUsd } from '../../catalog/cost.ts';
+import type { Tier } from '../../catalog/models.ts';
+import type { RoutingConfig } from '../../config.ts';
+import { modelNotFound, noProviderKey } from '../../openai-errors.ts';
+import type { TenantContext } from '../../data-plane/tenant-context.ts';
+import type { ProviderAdapter } from '../../providers/types.ts';
+import { AUTO_MODEL, autoWithoutRouting, noModelFits } from '../../routing/auto-model.ts';
+import { chooseRoute } from '../../routing/choose-route.ts';
+import { type RouteModel, RoutingPolicy } from '../../routing/policy.ts';
+import { PromptFit } from '../../routing/prompt-fit.ts';
+import { promptShape } from '../../routing/prompt-shape.ts';
+import type { StickyRoutes } from '../../routing/sticky-routes.ts';
+import type { Call, CallTarget, Stage } from '../call.ts';
+
+export interface RoutingStageDeps {
+  adapters: ReadonlyMap<string, ProviderAdapter>;
+  config: RoutingConfig;
+  sticky: StickyRoutes;
+  log: Logger;
+}
+
+/**
+ * Routing: where the call goes, and where it may go next.
+ * 1. The model named is resolved against the catalog and the tenant's keyed
+ *    providers (unknown: 404, ambiguous: 404 naming the candidates, no key:
+ *    400), unless it is `auto`.
+ * 2. `auto`, and a named catalog model when the tenant routes every call
+ *    (settings.routing.enabled), are routed: classified, then the cheapest
+ *    model of the needed tier that takes the request, sticky per
+ *    X-Gateway-Session-Id (routing/choose-route.ts). X-Gateway-No-Route: true
+ *    calls the model named as named.
+ * 3. `call.targets`: the choice, then the fallbacks that fit (none under
+ *    X-Gateway-No-Route); the upstream stage walks them.
+ * 4. After the call: what routing saved against its baseline.
+ */
+export function routingStage(deps: RoutingStageDeps): Stage {
+  // One policy per tenant context: a context is replaced when its keys or settings change, so is its policy.
+  const policies = new WeakMap<TenantContext, RoutingPolicy>();
+  return async function route(call, next) {
+    const settings = call.tenant.settings.routing ?? {};
+    const auto = call.modelRequested === AUTO_MODEL;
+    if (auto && call.noRoute) throw autoWithoutRouting();
+    let policy = policies.get(call.tenant);
+    if (policy === undefined) {
+      policy = new RoutingPolicy(settings, call.tenant.keyed);
+      policies.set(call.tenant, policy);
+    }
+    const requested = auto ? undefined : resolveRequested(call, policy);
+    const fit = new PromptFit(call.body, promptShape(call.body));
+
+    let chosen = requested;
+    let baseline: RouteModel | undefined;
+    if (!call.noRoute && (auto || (settings.enabled === true && requested?.entry !== undefined))) {
+      const ttlMs = (settings.sticky_ttl_seconds ?? 0) * 1000 || deps.config.stickyTtlMs;
+      const key = call.sessionId === undefined ? undefined : `gw:route:${call.tenant.tenantId}:${call.modelRequested}:${call.sessionId}`;
+      const held = key === undefined ? undefined : await safely(deps.log, () => deps.sticky.get(key, ttlMs));
+      const choice = chooseRoute(policy, fit, { minTier: (settings.min_tier ?? 1) as Tier, held, requested });
+      if (choice === undefined) throw noModelFits(policy.cheapest(1, withoutSizes(fit)) ? fit.promptTokens() : undefined);
+      chosen = choice.chosen;
+      call.routeReason = choice.reason;
+      if (key !== undefined && (held?.model !== choice.chosen.ref || held.tier !== choice.tier)) {
+        // Another replica may have raised the session meanwhile: what the session holds wins.
+        const stored = await safely(deps.log, () => deps.sticky.raise(key, { model: choice.chosen.ref, tier: choice.tier }, ttlMs));
+        const other = stored && stored.model !== choice.chosen.ref ? policy.resolve(stored.model) : undefined;
+        if (other && fit.accepts(other.provider, other.entry) && fit.fits(other.entry)) {
+          chosen = other;
+          call.routeReason = `sticky session tier=${stored!.tier}`;
+        }
+      }
+      baseline = requested ?? policy.baseline(fit);
+    }
+    if (chosen === undefined) throw modelNotFound(call.modelRequested);
+    const fallbacks = call.noRoute ? [] : policy.fallbacks(chosen, call.modelRequested, fit, deps.config.defaultFallbacks);
+    call.targets = [target(call, deps.adapters, chosen)];
+    for (const m of fallbacks) {
+      if (call.tenant.providerKeys.has(m.provider.id) && deps.adapters.has(m.provider.id)) call.targets.push(target(call, deps.adapters, m));
+    }
+    call.target = call.targets[0];
+
+    await next();
+    if (baseline?.entry && call.usage && call.costUsd !== undefined && call.cacheStatus !== 'hit' && call.cacheStatus !== 'dedup') {
+      // Priced on the tokens the answering model reported (another model's tokenizer would count a little differently).
+      call.saved.routing = Math.max(0, (costUsd(call.usage, baseline.entry) ?? 0) - call.costUsd);
+    }
+  };
+}
+
+/** The model named, as routing knows it; the errors a client gets for a model it cannot call. */
+function resolveRequested(call: Call, policy: RoutingPolicy): RouteModel {
+  const resolution = resolveModel(call.modelRequested, call.tenant.keyed);
+  if (!resolution.ok) {
+    if (resolution.reason === 'no_key') throw noProviderKey(resolution.provider);
+    if (resolution.reason === 'ambiguous') {
+      throw new HttpProblem(
+        404,
+        'model_not_found',
+        `The model "${call.modelRequested}" is served by several of your providers; name one: ${resolution.candidates.join(', ')}.`,
+        { type: 'invalid_request_error', param: 'model' },
+      );
+    }
+    throw modelNotFound(call.modelRequested);
+  }
+  const { provider, model } = resolution.resolved;
+  return policy.resolve(`${provider.id}/${model}`)!;
+}
+
+function target(call: Call, adapters: ReadonlyMap<string, ProviderAdapter>, m: RouteModel): CallTarget {
+  const key = call.tenant.providerKeys.get(m.provider.id);
+  const adapter = adapters.get(m.provider.id);
+  if (!key || !adapter) throw noProviderKey(m.provider.id);
+  return { provider: m.provider, model: m.model, entry: m.entry, adapter, apiKey: key.apiKey, baseUrl: key.baseUrl };
+}
+
+/** The same request with its sizes ignored: tells "too large for every window" from "no model takes this kind of request". */
+function withoutSizes(fit: PromptFit): PromptFit {
+  const shape = { ...fit.shape, tokenBound: 0, maxOutput: 1 };
+  return new PromptFit({ model: AUTO_MODEL, messages: [] }, shape);
+}
+
+/** Sticky sessions are an optimisation: a Redis failure routes the call without them rather than failing it. */
+async function safely<T>(log: Logger, op: () => Promise<T>): Promise<T | undefined> {
+  try {
+    return await op();
+  } catch (err) {
+    log.warn({ err }, 'sticky routes unavailable; routing without the session');
+    return undefined;
+  }
+}

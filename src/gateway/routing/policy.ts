@@ -1,0 +1,139 @@
+import { resolveModel } from '../catalog/catalog.ts';
+import { type CatalogModel, MODELS, type Tier, TIERS } from '../catalog/models.ts';
+import type { ProviderInfo } from '../providers/registry.ts';
+import type { RoutingSettings } from '../settings/routing.ts';
+import type { PromptFit } from './prompt-fit.ts';
+
+/** A model routing may send a call to: resolved against the tenant's providers, with its tier. */
+export interface RouteModel {
+  /** `provider/model`. */
+  ref: string;
+  provider: ProviderInfo;
+  model: string;
+  entry: CatalogModel | undefined;
+  /** The tier it serves: the tenant's listing, else the catalog's; undefined for an unlisted model. */
+  tier: Tier | undefined;
+}
+
+/**
+ * A tenant's routing policy over its providers: which models serve which
+ * tier, the cheapest that fits a request, the baseline savings are measured
+ * against, and the fallback chains. Pure: the stage hands it the settings,
+ * the keyed providers and the request's fit.
+ */
+export class RoutingPolicy {
+  readonly #settings: RoutingSettings;
+  readonly #keyed: ReadonlySet<string>;
+  /** candidates() by tier: a policy lives as long as its tenant's cached context (the stage keeps one per context). */
+  readonly #byTier = new Map<Tier, RouteModel[]>();
+
+  constructor(settings: RoutingSettings, keyed: ReadonlySet<string>) {
+    this.#settings = settings;
+    this.#keyed = keyed;
+  }
+
+  /** `provider/model` or a bare catalog id, as a RouteModel; undefined when the tenant cannot call it. */
+  resolve(ref: string, tier?: Tier): RouteModel | undefined {
+    const r = resolveModel(ref, this.#keyed);
+    if (!r.ok) return undefined;
+    const { provider, model, entry } = r.resolved;
+    return { ref: `${provider.id}/${model}`, provider, model, entry, tier: tier ?? this.#listedTier(`${provider.id}/${model}`) ?? entry?.tier };
+  }
+
+  /** The models that may serve tier `tier` or above (the tenant's `tiers` lists, else the catalog's tiers), lowest tier first. */
+  candidates(tier: Tier): RouteModel[] {
+    let found = this.#byTier.get(tier);
+    if (found === undefined) {
+      found = this.#candidates(tier);
+      this.#byTier.set(tier, found);
+    }
+    return found;
+  }
+
+  #candidates(tier: Tier): RouteModel[] {
+    const lists = this.#settings.tiers;
+    const out: RouteModel[] = [];
+    if (lists) {
+      for (const level of TIERS) {
+        if (level < tier) continue;
+        for (const ref of lists[String(level) as '1' | '2' | '3'] ?? []) {
+          const m = this.resolve(ref, level);
+          if (m) out.push(m);
+        }
+      }
+      return out;
+    }
+    for (const entry of MODELS) {
+      if (entry.tier < tier || !this.#keyed.has(entry.provider)) continue;
+      const m = this.resolve(`${entry.provider}/${entry.id}`);
+      if (m) out.push(m);
+    }
+    return out;
+  }
+
+  /** The cheapest candidate for `tier` that takes the request (unpriced models last, in listed order). */
+  cheapest(tier: Tier, fit: PromptFit, except?: string): RouteModel | undefined {
+    return rank(this.candidates(tier).filter((m) => m.ref !== except && usable(m, fit)), fit)[0];
+  }
+
+  /**
+   * What model `auto`'s saving is measured against: the tenant's `baseline`,
+   * else the cheapest model of the highest tier its providers serve (what a
+   * client wanting the best answer would have named).
+   */
+  baseline(fit: PromptFit): RouteModel | undefined {
+    if (this.#settings.baseline) return this.resolve(this.#settings.baseline);
+    for (const tier of [3, 2, 1] as const) {
+      const top = rank(this.candidates(tier).filter((m) => m.tier === tier && m.entry !== undefined), fit)[0];
+      if (top) return top;
+    }
+    return undefined;
+  }
+
+  /**
+   * The fallbacks after `chosen` that take the request: the tenant's chain for
+   * the chosen model, else for the model as requested (`auto` included), else
+   * the default chain of `defaultLength`: other models of the same tier or
+   * above, other providers first (an outage is usually a provider's), cheapest
+   * first. A model whose window cannot hold the request is skipped.
+   */
+  fallbacks(chosen: RouteModel, requested: string, fit: PromptFit, defaultLength: number): RouteModel[] {
+    const chains = this.#settings.fallbacks;
+    const configured = chains?.[chosen.ref] ?? chains?.[requested];
+    if (configured) {
+      const out: RouteModel[] = [];
+      for (const ref of configured) {
+        const m = this.resolve(ref);
+        if (m && m.ref !== chosen.ref && usable(m, fit) && !out.some((o) => o.ref === m.ref)) out.push(m);
+      }
+      return out;
+    }
+    if (this.#settings.default_fallbacks === false || defaultLength === 0 || chosen.tier === undefined) return [];
+    const ranked = rank(
+      this.candidates(chosen.tier).filter((m) => m.ref !== chosen.ref && m.entry !== undefined && usable(m, fit)),
+      fit,
+    );
+    const others = ranked.filter((m) => m.provider.id !== chosen.provider.id);
+    const seen = new Set<string>();
+    const firstPerProvider = others.filter((m) => !seen.has(m.provider.id) && seen.add(m.provider.id));
+    const rest = ranked.filter((m) => !firstPerProvider.includes(m));
+    return [...firstPerProvider, ...rest].slice(0, defaultLength);
+  }
+
+  #listedTier(ref: string): Tier | undefined {
+    const lists = this.#settings.tiers;
+    if (!lists) return undefined;
+    return TIERS.find((level) => lists[String(level) as '1' | '2' | '3']?.includes(ref));
+  }
+}
+
+const usable = (m: RouteModel, fit: PromptFit) => fit.accepts(m.provider, m.entry) && fit.fits(m.entry);
+
+/** Cheapest first by the request's estimated cost; ties to the lower tier; unpriced models last, in order. */
+function rank(models: RouteModel[], fit: PromptFit): RouteModel[] {
+  const cost = (m: RouteModel) => fit.estimate(m.entry) ?? Number.POSITIVE_INFINITY;
+  return models
+    .map((m, i) => ({ m, i, c: cost(m) }))
+    .sort((a, b) => a.c - b.c || (a.m.tier ?? 9) - (b.m.tier ?? 9) || a.i - b.i)
+    .map((x) => x.m);
+}

@@ -1,0 +1,58 @@
+import type { CatalogModel } from '../catalog/models.ts';
+import type { ProviderInfo } from '../providers/registry.ts';
+import type { ChatRequest } from '../providers/types.ts';
+import { countPromptTokens } from '../tokens.ts';
+import type { PromptShape } from './prompt-shape.ts';
+
+/**
+ * Output room assumed when the client set no max_tokens: a model whose
+ * window holds the prompt but not this much would cut the answer short.
+ */
+export const OUTPUT_RESERVE = 1024;
+/** Output tokens assumed when ranking models by price (a client's max_tokens is a ceiling, not a forecast). */
+const EXPECTED_OUTPUT = 500;
+
+/**
+ * Whether a model can take this request: its context window holds the
+ * prompt plus the requested output (LESSONS: LiteLLM #31557, fallbacks to a
+ * smaller window), it accepts the request's images, and its wire format
+ * accepts what was asked (the Anthropic adapter refuses JSON response
+ * formats and several choices with a 400). The prompt's tokens are counted
+ * only when the cheap upper bound does not settle it, and then once.
+ */
+export class PromptFit {
+  readonly #body: ChatRequest;
+  readonly shape: PromptShape;
+  #tokens: number | undefined;
+
+  constructor(body: ChatRequest, shape: PromptShape) {
+    this.#body = body;
+    this.shape = shape;
+  }
+
+  /** Tokens the window must hold: the prompt (bounded, or counted) plus the output asked for or reserved. */
+  fits(entry: CatalogModel | undefined): boolean {
+    if (entry === undefined) return true; // a model the catalog does not list: its window is unknown, the provider decides
+    const output = this.shape.maxOutput ?? OUTPUT_RESERVE;
+    if (this.shape.tokenBound + output <= entry.contextWindow) return true;
+    return this.promptTokens() + output <= entry.contextWindow;
+  }
+
+  accepts(provider: ProviderInfo, entry: CatalogModel | undefined): boolean {
+    if (this.shape.images > 0 && entry !== undefined && !entry.vision) return false;
+    if (provider.format === 'anthropic' && (this.shape.jsonOutput || this.shape.choices > 1)) return false;
+    return true;
+  }
+
+  promptTokens(): number {
+    this.#tokens ??= countPromptTokens(this.#body.messages, this.#body['tools']);
+    return this.#tokens;
+  }
+
+  /** USD micro-units this request would cost on `entry`, for ranking (undefined: unpriced). */
+  estimate(entry: CatalogModel | undefined): number | undefined {
+    if (entry === undefined) return undefined;
+    const prompt = this.shape.chars / 4 + 3 * this.shape.messages;
+    return prompt * entry.input + Math.min(this.shape.maxOutput ?? EXPECTED_OUTPUT, EXPECTED_OUTPUT) * entry.output;
+  }
+}

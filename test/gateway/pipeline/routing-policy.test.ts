@@ -1,0 +1,152 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { HttpProblem } from '../../../src/platform/errors.ts';
+import { ManualClock } from '../../../src/platform/clock.ts';
+import { loadGatewayConfig } from '../../../src/gateway/config.ts';
+import type { ChatRequest } from '../../../src/gateway/providers/types.ts';
+import { chooseRoute } from '../../../src/gateway/routing/choose-route.ts';
+import { CircuitBreakers } from '../../../src/gateway/routing/circuit-breaker.ts';
+import { RoutingPolicy } from '../../../src/gateway/routing/policy.ts';
+import { PromptFit } from '../../../src/gateway/routing/prompt-fit.ts';
+import { promptShape } from '../../../src/gateway/routing/prompt-shape.ts';
+import { planAfterFailure, retryDelayMs } from '../../../src/gateway/routing/retry.ts';
+import type { RoutingSettings } from '../../../src/gateway/settings/routing.ts';
+import { stickyRoutes } from '../../../src/gateway/routing/sticky-routes.ts';
+
+const both = new Set(['openai', 'anthropic']);
+const fitOf = (body: Partial<ChatRequest>) => {
+  const full = { model: 'auto', messages: [{ role: 'user', content: 'hello' }], ...body } as ChatRequest;
+  return new PromptFit(full, promptShape(full));
+};
+const policy = (settings: RoutingSettings = {}, keyed: ReadonlySet<string> = both) => new RoutingPolicy(settings, keyed);
+const easy = fitOf({});
+const hard = fitOf({ messages: [{ role: 'user', content: 'Prove the theorem, then implement it:\n```ts\nlet x = 1;\n```\nand analyze the trade-offs.' }] });
+
+describe('routing policy (pure)', () => {
+  test('the cheapest model of the needed tier among the keyed providers', () => {
+    assert.equal(policy().cheapest(1, easy)?.ref, 'openai/gpt-5-nano');
+    assert.equal(policy({}, new Set(['anthropic'])).cheapest(1, easy)?.ref, 'anthropic/claude-3-5-haiku-latest');
+    const t2 = policy().cheapest(2, easy)!;
+    assert.ok(t2.entry!.tier >= 2);
+  });
+
+  test('context windows: a model too small for prompt plus requested output is passed over', () => {
+    const big = fitOf({ max_tokens: 150_000 });
+    assert.equal(big.fits(policy().resolve('openai/gpt-4o')!.entry), false, '128k window');
+    assert.equal(big.fits(policy().resolve('anthropic/claude-sonnet-4-5')!.entry), true, '200k window');
+    const chosen = policy({ tiers: { '1': ['openai/gpt-4o-mini', 'anthropic/claude-3-5-haiku-latest'] } }).cheapest(1, big);
+    assert.equal(chosen?.ref, 'anthropic/claude-3-5-haiku-latest', 'gpt-4o-mini is cheaper but its window is 128k');
+    assert.equal(fitOf({ max_tokens: 2_000_000 }).fits(policy().resolve('openai/gpt-4.1')!.entry), false);
+  });
+
+  test('a prompt over the cheap upper bound is counted with the tokenizer, once', () => {
+    const text = 'word '.repeat(30_000); // 150k bytes: the bound says "maybe not", the count says 30k tokens
+    const fit = fitOf({ messages: [{ role: 'user', content: text }] });
+    assert.equal(fit.fits(policy().resolve('openai/gpt-4o')!.entry), true);
+    assert.ok(fit.promptTokens() < 40_000);
+  });
+
+  test('images go only to vision models; JSON output and n > 1 not to Anthropic', () => {
+    const image = fitOf({ messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://x/y.png' } }] }] });
+    assert.equal(policy({}, new Set(['groq'])).cheapest(1, image), undefined, "Groq's Llama models take no images");
+    const json = fitOf({ response_format: { type: 'json_object' } });
+    assert.equal(policy({}, new Set(['anthropic'])).cheapest(1, json), undefined);
+    assert.equal(policy().cheapest(1, json)?.provider.id, 'openai');
+  });
+
+  test('tenant tiers replace the catalog tiers; min_tier and a held session tier raise the need, never lower it', () => {
+    const p = policy({ tiers: { '1': ['anthropic/claude-3-5-haiku-latest'], '2': ['openai/gpt-4.1'], '3': ['anthropic/claude-sonnet-4-5'] } });
+    assert.equal(chooseRoute(p, easy, { minTier: 1, held: undefined, requested: undefined })?.chosen.ref, 'anthropic/claude-3-5-haiku-latest');
+    assert.equal(chooseRoute(p, easy, { minTier: 2, held: undefined, requested: undefined })?.chosen.ref, 'openai/gpt-4.1');
+    const held = { model: 'anthropic/claude-sonnet-4-5', tier: 3 as const };
+    const sticky = chooseRoute(p, easy, { minTier: 1, held, requested: undefined })!;
+    assert.equal(sticky.chosen.ref, 'anthropic/claude-sonnet-4-5');
+    assert.equal(sticky.reason, 'sticky session tier=3');
+    const rise = chooseRoute(policy(), hard, { minTier: 1, held: { model: 'openai/gpt-5-nano', tier: 1 }, requested: undefined })!;
+    assert.ok(rise.tier >= 2);
+    assert.match(rise.reason, /^tier=\d code,math,reasoning; cheapest fit \S+; session tier raised from 1$/);
+  });
+
+  test('routing an explicit model never picks a dearer one', () => {
+    const p = policy();
+    const cheap = chooseRoute(p, easy, { minTier: 1, held: undefined, requested: p.resolve('openai/gpt-4o') })!;
+    assert.equal(cheap.chosen.ref, 'openai/gpt-5-nano');
+    const kept = chooseRoute(p, hard, { minTier: 1, held: undefined, requested: p.resolve('openai/gpt-4.1-nano') })!;
+    assert.equal(kept.chosen.ref, 'openai/gpt-4.1-nano');
+    assert.match(kept.reason, /requested model kept/);
+  });
+
+  test('fallbacks: the tenant chain (unfit ones skipped), else other providers first, then cheapest', () => {
+    const p = policy({ fallbacks: { 'openai/gpt-4.1': ['openai/gpt-4o', 'anthropic/claude-sonnet-4-5'] } });
+    const big = fitOf({ max_tokens: 150_000 });
+    assert.deepEqual(p.fallbacks(p.resolve('openai/gpt-4.1')!, 'openai/gpt-4.1', big, 2).map((m) => m.ref), ['anthropic/claude-sonnet-4-5']);
+    const d = policy().fallbacks(policy().resolve('openai/gpt-4o-mini')!, 'openai/gpt-4o-mini', easy, 2).map((m) => m.ref);
+    assert.deepEqual(d, ['anthropic/claude-3-5-haiku-latest', 'openai/gpt-5-nano']);
+    assert.deepEqual(policy({ default_fallbacks: false }).fallbacks(policy().resolve('openai/gpt-4o-mini')!, 'x', easy, 2), []);
+    assert.deepEqual(policy({ fallbacks: { auto: [] } }).fallbacks(policy().resolve('openai/gpt-5-nano')!, 'auto', easy, 2), [], 'an empty chain means none');
+  });
+
+  test("auto's baseline: the tenant's, else the cheapest model of the highest tier", () => {
+    assert.equal(policy().baseline(easy)?.entry?.tier, 3);
+    assert.equal(policy({ baseline: 'openai/gpt-4o' }).baseline(easy)?.ref, 'openai/gpt-4o');
+  });
+});
+
+describe('retries and the circuit breaker (pure)', () => {
+  const config = loadGatewayConfig({ DATA_DIR: '/tmp', GATEWAY_ENCRYPTION_KEY: 'b'.repeat(64) }).routing;
+  const problem = (status: number, headers: Record<string, string> = {}) => new HttpProblem(status, 'x', 'x', { headers });
+
+  test('what follows a failure: 429, 408 and 5xx retry; 401/403 another provider; other 4xx and 499 stop', () => {
+    assert.deepEqual(planAfterFailure(problem(429)), { next: 'retry', breaker: false });
+    assert.deepEqual(planAfterFailure(problem(408)), { next: 'retry', breaker: false });
+    for (const s of [502, 503, 504]) assert.deepEqual(planAfterFailure(problem(s)), { next: 'retry', breaker: true });
+    assert.deepEqual(planAfterFailure(problem(401)), { next: 'other-provider', breaker: false });
+    assert.deepEqual(planAfterFailure(problem(403)), { next: 'other-provider', breaker: false });
+    for (const s of [400, 404, 413, 422, 499]) assert.equal(planAfterFailure(problem(s)).next, 'stop');
+  });
+
+  test('backoff: Retry-After (seconds or a date) wins; else full jitter under base x 2^n, capped', () => {
+    const now = Date.UTC(2026, 0, 1);
+    assert.equal(retryDelayMs(0, problem(429, { 'retry-after': '3' }), config, now), 3000);
+    assert.equal(retryDelayMs(0, problem(429, { 'retry-after': new Date(now + 2000).toUTCString() }), config, now), 2000);
+    assert.equal(retryDelayMs(2, problem(502), config, now, () => 0.999), Math.floor(0.999 * config.retryBaseDelayMs * 4));
+    assert.ok(retryDelayMs(30, problem(502), config, now, () => 0.999) < config.retryMaxDelayMs);
+  });
+
+  test('a circuit opens after N consecutive failures, skips, half-opens one probe after the cooldown, closes on success', () => {
+    const clock = new ManualClock();
+    const events: string[] = [];
+    const b = new CircuitBreakers({ failures: 2, cooldownMs: 1000, clock, onEvent: (p, e) => events.push(`${p}:${e}`) });
+    b.failure('k', 'openai');
+    b.success('k');
+    b.failure('k', 'openai');
+    assert.equal(b.admit('k', 'openai'), true, 'a success in between resets the count');
+    b.failure('k', 'openai');
+    assert.equal(b.admit('k', 'openai'), false);
+    assert.equal(b.retryInMs('k'), 1000);
+    clock.advance(1000);
+    assert.equal(b.admit('k', 'openai'), true, 'the probe');
+    assert.equal(b.admit('k', 'openai'), false, 'one probe at a time');
+    b.failure('k', 'openai');
+    assert.equal(b.admit('k', 'openai'), false, 'a failed probe opens it again');
+    clock.advance(1000);
+    assert.equal(b.admit('k', 'openai'), true);
+    b.success('k');
+    assert.equal(b.admit('k', 'openai'), true);
+    assert.deepEqual(events, [
+      'openai:opened', 'openai:skipped', 'openai:half_open', 'openai:skipped', 'openai:reopened', 'openai:skipped', 'openai:half_open', 'openai:closed',
+    ]);
+  });
+
+  test('sticky routes in memory: the tier never falls, entries expire', async () => {
+    const clock = new ManualClock();
+    const sticky = stickyRoutes(undefined, clock);
+    assert.deepEqual(await sticky.raise('s', { model: 'openai/gpt-5-mini', tier: 2 }, 1000), { model: 'openai/gpt-5-mini', tier: 2 });
+    assert.deepEqual(await sticky.raise('s', { model: 'openai/gpt-5-nano', tier: 1 }, 1000), { model: 'openai/gpt-5-mini', tier: 2 });
+    assert.deepEqual(await sticky.raise('s', { model: 'openai/o4-mini', tier: 3 }, 1000), { model: 'openai/o4-mini', tier: 3 });
+    clock.advance(999);
+    assert.equal((await sticky.get('s', 1000))?.tier, 3, 'a read renews it');
+    clock.advance(1001);
+    assert.equal(await sticky.get('s', 1000), undefined);
+  });
+});
