@@ -28,8 +28,20 @@ const API_KEY = 'sk-bench-fake';
 const TEXT = 'Hello from the fake provider, friend.';
 const MESSAGES = [{ role: 'user', content: 'Say hello.' }];
 const body = (t: RunningTarget) => JSON.stringify({ model: t.model ?? 'fake-model', messages: MESSAGES });
-const streamBody = (t: RunningTarget) =>
-  JSON.stringify({ model: t.model ?? 'fake-model', messages: MESSAGES, stream: true, stream_options: { include_usage: true } });
+/**
+ * Every measured request differs (autocannon puts a fresh id in place of
+ * `[<id>]`), so no target can answer from a cache: the gateway runs every
+ * stage, its response cache included, and every call goes upstream.
+ */
+const uniqueBody = (t: RunningTarget) => JSON.stringify({ model: t.model ?? 'fake-model', messages: [{ role: 'user', content: 'Say hello, [<id>].' }] });
+let streamCounter = 0;
+const streamBody = (t: RunningTarget) => () =>
+  JSON.stringify({
+    model: t.model ?? 'fake-model',
+    messages: [{ role: 'user', content: `Say hello, ${++streamCounter}.` }],
+    stream: true,
+    stream_options: { include_usage: true },
+  });
 
 interface Measured {
   target: Target;
@@ -95,7 +107,7 @@ async function withTargets(upstream: Upstream, results: Measured[], measure: (ru
 
 /** Each target once in list order, then once in reverse, so that drift in the machine's speed weighs on each alike. */
 const sliceOrder = (n: number) => [...Array(n).keys(), ...[...Array(n).keys()].reverse()];
-const options = (t: RunningTarget) => ({ url: `${t.url}/chat/completions`, method: 'POST', headers: t.headers, body: body(t) });
+const options = (t: RunningTarget) => ({ url: `${t.url}/chat/completions`, method: 'POST', headers: t.headers, body: uniqueBody(t), idReplacement: true });
 
 export async function gatewayComparison() {
   log('gateway: starting two fake providers (0 ms and 20 ms)');

@@ -91,7 +91,8 @@ export const GATEWAY: Target = {
     );
     return {
       url: `${server.info.url}/v1`,
-      headers: { ...JSON_TYPE, authorization: `Bearer ${server.info.apiKey}` },
+      // A session id: provider prompt caching and sticky routing work on every call.
+      headers: { ...JSON_TYPE, authorization: `Bearer ${server.info.apiKey}`, 'x-gateway-session-id': 'bench-session' },
       model: server.info.model,
       pid: server.pid,
       stop: () => server.stop(),

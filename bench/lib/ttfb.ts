@@ -20,7 +20,8 @@ export interface TtfbRun {
 export async function streamTtfb(
   baseUrl: string,
   headers: Record<string, string>,
-  body: string,
+  /** The request body, or a function making each one (bodies that differ: no cache can answer them). */
+  body: string | (() => string),
   options: { requests: number; concurrency: number },
 ): Promise<TtfbRun> {
   const url = new URL(`${baseUrl}/chat/completions`);
@@ -35,7 +36,7 @@ export async function streamTtfb(
     while (left-- > 0) {
       const t0 = performance.now();
       try {
-        const res = await pool.request({ path: url.pathname, method: 'POST', headers, body });
+        const res = await pool.request({ path: url.pathname, method: 'POST', headers, body: typeof body === 'string' ? body : body() });
         if (res.statusCode !== 200) {
           fail(String(res.statusCode), await res.body.text());
           continue;

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { loadGatewayConfig } from '../../src/gateway/config.ts';
 import { putProviderKey } from '../../src/gateway/provider-keys.ts';
 import { createGatewayService } from '../../src/gateway/service.ts';
-import { signup } from '../../src/gateway/tenants.ts';
+import { signup, updateTenant } from '../../src/gateway/tenants.ts';
 import { announce, closeWhenTold } from './lifecycle.ts';
 
 /**
@@ -15,7 +15,7 @@ import { announce, closeWhenTold } from './lifecycle.ts';
  * key whose base_url is UPSTREAM_URL/v1 (the fake provider, on loopback:
  * GATEWAY_ALLOW_PRIVATE_UPSTREAMS=127.0.0.1). Requests name
  * `openai/gpt-4o-mini`, a catalog model, so that every call is priced.
- * Prints {"url","apiKey","model"} once listening.
+ * The tenant turns every pipeline stage on (below). Prints {"url","apiKey","model"} once listening.
  */
 const dataDir = mkdtempSync(join(tmpdir(), 'gateway-bench-'));
 const config = loadGatewayConfig({
@@ -31,6 +31,16 @@ const service = await createGatewayService(config);
 const { deps } = service;
 const tenant = await signup(deps, { name: 'Bench', email: 'bench@example.com', ip: '127.0.0.1', adminToken: undefined });
 await putProviderKey(deps, tenant.tenantId, { provider: 'openai', key: 'sk-bench-fake', baseUrl: `${process.env['UPSTREAM_URL']}/v1` });
+// Every stage at work: safe compaction, routing of the named model, limits high enough never to refuse (so each call is
+// estimated, reserved and settled); the response cache and dedup are on by default, and provider prompt caching is on
+// for calls with a session id (the target sends one).
+await updateTenant(deps, tenant.tenantId, {
+  settings: {
+    compaction: { default: 'safe' },
+    routing: { enabled: true },
+    limits: { requests_per_minute: 1_000_000, tokens_per_day: 1_000_000_000_000, usd_per_month: 1_000_000 },
+  },
+});
 service.runtime.startWorkers();
 await service.runtime.listen(config.host, config.port);
 closeWhenTold(async () => {

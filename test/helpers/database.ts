@@ -20,7 +20,8 @@ export interface TestDatabase {
  */
 export async function freshDatabase(kind: DbKind): Promise<TestDatabase> {
   const dataDir = mkdtempSync(join(tmpdir(), 'auth-test-'));
-  const removeDir = () => rmSync(dataDir, { recursive: true, force: true });
+  // Retried: SQLite's checkpoint thread may still be removing its -wal and -shm files as the directory goes.
+  const removeDir = () => rmSync(dataDir, { recursive: true, force: true, maxRetries: 5, retryDelay: 50 });
   if (kind === 'sqlite') return { kind, url: undefined, dataDir, drop: async () => removeDir() };
   if (!POSTGRES_URL) throw new Error('TEST_POSTGRES_URL is not set');
   const schema = `t_${process.pid}_${Math.random().toString(36).slice(2, 10)}`;

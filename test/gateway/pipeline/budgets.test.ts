@@ -20,7 +20,8 @@ import {
 
 async function live(kind: DbKind, t: { after: (fn: () => Promise<void>) => void }) {
   const clock = newClock();
-  const gw = await startLiveGateway(kind, {}, { clock });
+  // Failures reach the client as they are (retries and fallbacks have their own suite: fallback.test.ts).
+  const gw = await startLiveGateway(kind, { GATEWAY_RETRIES: '0', GATEWAY_DEFAULT_FALLBACKS: '0' }, { clock });
   t.after(() => gw.close());
   const tenant = await gw.tenant({ providers: ['openai'] });
   return { gw, tenant, clock };

@@ -23,7 +23,8 @@ for (const store of STORES) {
     let gw: LiveGateway;
     let t: LiveTenant;
     before(async () => {
-      gw = await startLiveGateway('sqlite', { GATEWAY_CACHE_ENABLED: 'true', ...store.env });
+      // Failures reach the client as they are (retries and fallbacks have their own suite: fallback.test.ts).
+      gw = await startLiveGateway('sqlite', { GATEWAY_CACHE_ENABLED: 'true', GATEWAY_RETRIES: '0', GATEWAY_DEFAULT_FALLBACKS: '0', ...store.env });
     });
     after(() => gw.close());
     const fresh = async () => {

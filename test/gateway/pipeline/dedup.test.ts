@@ -10,7 +10,8 @@ describe('in-flight dedup', () => {
   let gw: LiveGateway;
   let t: LiveTenant;
   before(async () => {
-    gw = await startLiveGateway('sqlite', { GATEWAY_CACHE_ENABLED: 'true' });
+    // Failures reach the client as they are (retries and fallbacks have their own suite: fallback.test.ts).
+    gw = await startLiveGateway('sqlite', { GATEWAY_CACHE_ENABLED: 'true', GATEWAY_RETRIES: '0', GATEWAY_DEFAULT_FALLBACKS: '0' });
   });
   after(() => gw.close());
   const fresh = async () => {
