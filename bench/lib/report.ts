@@ -132,12 +132,15 @@ ratio against a baseline measured in the same run, or a latency bound that must 
      COMMIT with nothing else able to run between them, and falls back to Kysely's queue whenever Kysely has a
      transaction of its own open on that connection. The refresh token's row is also built once instead of copied
      twice. Durability is unchanged (the same connection, pragmas and checkpointing). About 24 KiB of garbage per
-     refresh now; on a busy machine (another process using a whole core) scavenges fell from 2.8-2.9 to 1.7-1.8 per
-     1000 refreshes and the server's CPU per refresh by about 7 % in interleaved runs of both versions; the ratios of
-     those runs are set by the other process's preemption and are evidence neither way (quiet figures: the next full
-     run). Left as they were: the log restart and the checkpoint thread (rare, or on another thread); a larger young
-     generation (node --max-semi-space-size) would cut scavenges further but treats the garbage's symptom and costs
-     memory.
+     refresh now. Interleaved runs of both versions on this machine while other work shared it (8 connections, 4 s
+     slices, each server fresh; the server's CPU per refresh 2 to 3 times the full run's, so the machine was slow even
+     when "rest of the machine" read 0 to 6 %): scavenges from 2.8-2.9 to 1.6-1.7 per 1000 refreshes, CPU per refresh
+     17 % less, 19 % more refreshes per second, p50 and p99 both about 15 % lower, and so p99 / p50 unchanged
+     (before 3.46, 2.75, 3.28, 2.69, 3.20, 2.62; after 3.56, 2.79, 2.75, 2.61, 3.39, 2.93; the first slice after the
+     warm-up is the worse each time). At that slower pace a 1.2 ms scavenge is half a p50; at the full run's pace it
+     is more than one, which is where fewer of them should show. Left as they were: the log restart and the checkpoint
+     thread (rare, or on another thread); a larger young generation (node --max-semi-space-size) would cut scavenges
+     further but treats the garbage's symptom and costs memory.
 5. **The gateway against the Node floor and Portkey** (bench/benchmarks/gateway.ts), side by side in one run. Every target
    runs in its own process against the same fake provider (tools/fake-provider, its own process too), answering at once for
    throughput, CPU and memory, and after 20 ms (then an SSE event every 10 ms) for latency and streaming. Targets: the fake
