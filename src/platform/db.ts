@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { type Compilable, CompiledQuery, Kysely, Migrator, PostgresAdapter, PostgresDialect, sql, type Migration } from 'kysely';
-import { nodeSqliteDialect, SqliteReader } from './sqlite-dialect.ts';
+import { nodeSqliteDialect, SqliteReader, SqliteWriter } from './sqlite-dialect.ts';
 
 export type DialectName = 'sqlite' | 'postgres';
 
@@ -33,17 +33,37 @@ export async function openDatabase<DB>(options: { url?: string | undefined; sqli
   }
   const onDisk = options.sqlitePath !== ':memory:' && options.sqlitePath !== '';
   if (onDisk) mkdirSync(dirname(options.sqlitePath), { recursive: true });
-  const db = new Kysely<DB>({ dialect: nodeSqliteDialect(options.sqlitePath) });
-  if (onDisk) readers.set(db, new SqliteReader(options.sqlitePath));
-  return { db, dialect: 'sqlite' };
+  return { db: new SqliteKysely<DB>(options.sqlitePath), dialect: 'sqlite' };
 }
 
-/** Read-only side connections of SQLite databases, for {@link precompiled} lookups. */
-const readers = new WeakMap<AnyDb, SqliteReader>();
+/**
+ * A Kysely handle on SQLite that holds its connections in the open, for the
+ * synchronous fast paths: the write connection every statement runs on
+ * (prepared-transaction.ts runs a whole transaction on it in one go) and, for
+ * a file, a read-only side connection ({@link precompiled} lookups). A
+ * transaction of it is a plain Kysely Transaction, which has neither: what
+ * runs inside one goes through Kysely.
+ */
+export class SqliteKysely<DB> extends Kysely<DB> {
+  readonly writer: SqliteWriter;
+  readonly reader: SqliteReader | undefined;
+  constructor(path: string) {
+    const writer = new SqliteWriter(path);
+    super({ dialect: nodeSqliteDialect(writer) });
+    this.writer = writer;
+    this.reader = path !== ':memory:' && path !== '' ? new SqliteReader(path) : undefined;
+  }
+
+  /** Closes the side connection, then Kysely's; and the writer even if Kysely never opened it (no query ran). */
+  override async destroy(): Promise<void> {
+    this.reader?.close();
+    await super.destroy();
+    this.writer.close();
+  }
+}
 
 /** Closes a database and its side connection. */
 export async function closeDatabase(db: AnyDb): Promise<void> {
-  readers.get(db)?.close();
   await db.destroy();
 }
 
@@ -114,7 +134,7 @@ export function precompiled<Row>(build: (db: AnyDb) => Compilable<Row>) {
       text = build(db).compile().sql;
       cache.set(db, text);
     }
-    const reader = readers.get(db);
+    const reader = db instanceof SqliteKysely ? db.reader : undefined;
     if (reader) return reader.get(text, params) as Row | undefined;
     const result = await db.executeQuery<Row>(CompiledQuery.raw(text, [...params]));
     return result.rows[0];

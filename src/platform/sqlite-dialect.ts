@@ -3,18 +3,66 @@ import { Worker } from 'node:worker_threads';
 import { SqliteDialect, type SqliteDatabase, type SqliteStatement } from 'kysely';
 
 /**
+ * The service's one write connection to a SQLite file, with its checkpoint
+ * thread (see {@link openSqlite}, {@link startCheckpointer}). Kysely runs
+ * every statement on it (see {@link nodeSqliteDialect}); synchronous fast
+ * paths (src/platform/prepared-transaction.ts) run on it too, between
+ * Kysely's transactions.
+ */
+export class SqliteWriter {
+  readonly connection: DatabaseSync;
+  readonly #stopCheckpointer: (() => void) | undefined;
+  /** BEGIN IMMEDIATE, COMMIT and ROLLBACK, prepared once (see transaction). */
+  #control: { begin: StatementSync; commit: StatementSync; rollback: StatementSync } | undefined;
+  constructor(path: string) {
+    this.connection = openSqlite(path);
+    this.#stopCheckpointer = isFile(path) ? startCheckpointer(path, this.connection) : undefined;
+  }
+
+  /**
+   * Runs `body` as one write transaction, at once (BEGIN IMMEDIATE: the write
+   * lock first, since it writes): commits when it returns true, rolls back
+   * when it returns false or throws. Only between Kysely's transactions
+   * (check `connection.isTransaction`): inside one, this would nest.
+   */
+  transaction(body: () => boolean): boolean {
+    this.#control ??= {
+      begin: this.connection.prepare('BEGIN IMMEDIATE'),
+      commit: this.connection.prepare('COMMIT'),
+      rollback: this.connection.prepare('ROLLBACK'),
+    };
+    const { begin, commit, rollback } = this.#control;
+    begin.run();
+    try {
+      if (body()) {
+        commit.run();
+        return true;
+      }
+      rollback.run();
+      return false;
+    } catch (err) {
+      // A failed COMMIT (SQLITE_BUSY, say) leaves the transaction open.
+      if (this.connection.isTransaction) rollback.run();
+      throw err;
+    }
+  }
+
+  /** Stops the checkpoint thread and closes the connection; a second call does nothing. */
+  close(): void {
+    if (!this.connection.isOpen) return;
+    this.#stopCheckpointer?.();
+    this.connection.close();
+  }
+}
+
+/**
  * Kysely's SqliteDialect speaks the better-sqlite3 interface; this adapts
  * Node's built-in node:sqlite to it, so no native addon has to be compiled.
  * Prepared statements are cached per SQL text: Kysely runs one statement at a
  * time on its single connection, so reuse is safe.
  */
-export function nodeSqliteDialect(path: string): SqliteDialect {
-  return new SqliteDialect({
-    database: async () => {
-      const db = openSqlite(path);
-      return adapt(db, isFile(path) ? startCheckpointer(path, db) : undefined);
-    },
-  });
+export function nodeSqliteDialect(writer: SqliteWriter): SqliteDialect {
+  return new SqliteDialect({ database: async () => adapt(writer) });
 }
 
 const isFile = (path: string) => path !== '' && path !== ':memory:';
@@ -99,13 +147,11 @@ function startCheckpointer(path: string, db: DatabaseSync): () => void {
 
 const CACHE_LIMIT = 256;
 
-function adapt(db: DatabaseSync, stopCheckpointer: (() => void) | undefined): SqliteDatabase {
+function adapt(writer: SqliteWriter): SqliteDatabase {
+  const db = writer.connection;
   const cache = new Map<string, SqliteStatement>();
   return {
-    close: () => {
-      stopCheckpointer?.();
-      db.close();
-    },
+    close: () => writer.close(),
     prepare(sql: string): SqliteStatement {
       let stmt = cache.get(sql);
       if (stmt === undefined) {
@@ -128,7 +174,7 @@ function wrap(stmt: StatementSync): SqliteStatement {
 }
 
 /** node:sqlite refuses booleans and undefined; store them the way SQLite itself does. */
-function toSqlite(params: ReadonlyArray<unknown>): SQLInputValue[] {
+export function toSqlite(params: ReadonlyArray<unknown>): SQLInputValue[] {
   return params.map((p) => (typeof p === 'boolean' ? (p ? 1 : 0) : p === undefined ? null : (p as SQLInputValue)));
 }
 
