@@ -64,7 +64,9 @@ export async function createHttpApp(options: AppOptions): Promise<App> {
     requestIdHeader: 'x-request-id',
     // Time-ordered (UUIDv7): the gateway keys its usage records by request id.
     genReqId: () => uuidV7(),
-    ajv: { customOptions: { coerceTypes: false, allErrors: false } },
+    // removeAdditional off: a schema closed with additionalProperties: false refuses an unknown field (a misspelt
+    // setting is a 400 naming it) instead of silently dropping it, which Fastify's default does.
+    ajv: { customOptions: { coerceTypes: false, allErrors: false, removeAdditional: false } },
     return503OnClosing: true,
   }).withTypeProvider<TypeBoxTypeProvider>();
 

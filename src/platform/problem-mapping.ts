@@ -45,10 +45,13 @@ export function toProblem(error: FastifyError, request?: FastifyRequest): HttpPr
   if (error instanceof HttpProblem) return error;
   if (error.validation) {
     const errors = error.validation.map((v) => {
-      const missing = (v.params as { missingProperty?: string }).missingProperty;
+      const params = v.params as { missingProperty?: string; additionalProperty?: string };
+      // A missing field, or one a closed schema does not know, is named itself rather than its parent.
+      const named = params.missingProperty ?? params.additionalProperty;
       const path = v.instancePath.replace(/^\//, '').replaceAll('/', '.');
-      const field = missing ? (path ? `${path}.${missing}` : missing) : path || error.validationContext || 'body';
-      return { field, message: missing ? 'is required' : (v.message ?? 'is invalid') };
+      const field = named ? (path ? `${path}.${named}` : named) : path || error.validationContext || 'body';
+      const message = params.missingProperty ? 'is required' : params.additionalProperty ? 'is not a known field' : (v.message ?? 'is invalid');
+      return { field, message };
     });
     const first = errors[0];
     const detail = first ? `${error.validationContext ?? 'body'} field "${first.field}" ${first.message}.` : 'Invalid request.';

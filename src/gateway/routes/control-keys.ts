@@ -3,13 +3,9 @@ import type { App } from '../../platform/http.ts';
 import { createApiKey, listApiKeys, revokeApiKey, setApiKeyLimits } from '../api-keys.ts';
 import type { GatewayDeps } from '../deps.ts';
 import { deleteProviderKey, listProviderKeys, putProviderKey } from '../provider-keys.ts';
-import { Limits, rejectUnknownLimits } from '../settings/limits.ts';
+import { Limits } from '../settings/limits.ts';
 
 /** Before validation, which would drop an unknown limit silently. */
-async function knownLimitsOnly(request: { body: unknown }): Promise<void> {
-  rejectUnknownLimits((request.body as { limits?: unknown } | null)?.limits, 'limits');
-}
-
 const ApiKey = Type.Object({
   id: Type.String(),
   name: Type.String(),
@@ -37,7 +33,6 @@ export async function controlKeyRoutes(app: App, deps: GatewayDeps): Promise<voi
   app.post(
     '/api/v1/tenant/api-keys',
     {
-      preValidation: knownLimitsOnly,
       schema: {
         summary: 'Create an API key (the key is in this reply only)',
         body: Type.Object({ name: Type.String({ minLength: 1, maxLength: 100 }), limits: Type.Optional(Limits) }),
@@ -62,7 +57,6 @@ export async function controlKeyRoutes(app: App, deps: GatewayDeps): Promise<voi
   app.patch(
     '/api/v1/tenant/api-keys/:id',
     {
-      preValidation: knownLimitsOnly,
       schema: {
         summary: "Replace a key's limits (null or {}: none); every replica applies them from the key's next request",
         params: Type.Object({ id: Type.String({ maxLength: 64 }) }),

@@ -1,6 +1,5 @@
 import { type Static, Type } from 'typebox';
 import { Value } from 'typebox/value';
-import { fieldProblem } from '../../platform/errors.ts';
 
 /**
  * Limits of a tenant (settings section `limits`) or of one API key (column
@@ -49,19 +48,5 @@ export function parseLimits(json: string): Limits | undefined {
     return Value.Check(Limits, doc) ? activeLimits(doc) : undefined;
   } catch {
     return undefined;
-  }
-}
-
-/**
- * Refuses a field that is not a limit, naming it. Schema validation alone
- * would drop it silently (the framework removes unknown properties), and a
- * misspelt limit would then clear the key's limits instead of setting one.
- */
-export function rejectUnknownLimits(value: unknown, path: string): void {
-  if (typeof value !== 'object' || value === null) return;
-  for (const name of Object.keys(value)) {
-    if (!Object.hasOwn(Limits.properties, name)) {
-      throw fieldProblem('validation_failed', `${path}.${name}`, `${path}.${name} is not a limit: use requests_per_minute, tokens_per_day or usd_per_month.`);
-    }
   }
 }

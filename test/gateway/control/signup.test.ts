@@ -137,9 +137,14 @@ for (const kind of DB_KINDS) {
       assert.deepEqual(second.body.settings, { cache: { enabled: false } });
       const read = await gw.request('GET', '/api/v1/tenant', { token: session });
       assert.deepEqual(read.body.settings, { cache: { enabled: false } });
-      const unknown = await gw.request('PATCH', '/api/v1/tenant', { token: session, body: { settings: { cache: { ttl_seconds: 0 } } } });
-      assert.equal(unknown.status, 400);
-      assert.match(unknown.body.errors[0].field, /settings/);
+      const outOfRange = await gw.request('PATCH', '/api/v1/tenant', { token: session, body: { settings: { cache: { ttl_seconds: 0 } } } });
+      assert.equal(outOfRange.status, 400);
+      assert.match(outOfRange.body.errors[0].field, /settings/);
+      // A misspelt field is refused, not silently dropped (which would leave the setting at its old value).
+      const misspelt = await gw.request('PATCH', '/api/v1/tenant', { token: session, body: { settings: { cache: { ttl: 5 } } } });
+      assert.equal(misspelt.status, 400);
+      assert.match(JSON.stringify(misspelt.body.errors), /ttl/);
+      assert.deepEqual((await gw.request('GET', '/api/v1/tenant', { token: session })).body.settings, { cache: { enabled: false } });
     });
   });
 
