@@ -9,7 +9,8 @@ import { putProviderKey } from '../../src/gateway/provider-keys.ts';
 import { anthropicAdapter } from '../../src/gateway/providers/anthropic/index.ts';
 import type { ChatRequest } from '../../src/gateway/providers/types.ts';
 import { createGatewayService, type GatewayService } from '../../src/gateway/service.ts';
-import { signup } from '../../src/gateway/tenants.ts';
+import type { TenantSettingsPatch } from '../../src/gateway/tenant-settings.ts';
+import { signup, updateTenant } from '../../src/gateway/tenants.ts';
 import { countPromptTokens } from '../../src/gateway/tokens.ts';
 import { createFakeProvider, type FakeProvider } from '../../tools/fake-provider/server.ts';
 import { fmt, log, pct } from '../lib/format.ts';
@@ -19,12 +20,14 @@ import type { Row } from '../lib/report.ts';
  * "How much cheaper is it?": the transcript corpus (bench/corpus/README.md;
  * the sample when transcripts.jsonl is absent) replayed turn by turn, each
  * turn a request carrying the conversation so far with its session id, for
- * an Anthropic and an OpenAI model, three ways, each against its own fake
+ * an Anthropic and an OpenAI model, four ways, each against its own fake
  * provider with the prompt-cache simulation on (tools/fake-provider):
  * - direct: the same calls straight to the fake, as a client without the
  *   gateway sends them (Anthropic: the adapter's translation without a plan);
  * - through the gateway with its defaults;
- * - through the gateway with X-Gateway-Compact: aggressive.
+ * - through the gateway with X-Gateway-Compact: aggressive;
+ * - the same, with the tenant's routing on for the named model (it may
+ *   answer a turn with a cheaper model of the same provider).
  * What each way cost is what its fake billed (the fake's ledger), priced with
  * the catalog; what the gateway claimed is the usage records' saved_* columns
  * (and the X-Gateway-Cost-Saved headers, which must agree). The claim is
@@ -43,10 +46,17 @@ interface Session {
 const CORPUS = new URL('../corpus/transcripts.jsonl', import.meta.url);
 const SAMPLE = new URL('../corpus/sample.jsonl', import.meta.url);
 const MODELS_UNDER_TEST = ['anthropic/claude-sonnet-4-5', 'openai/gpt-5'];
-const WAYS = [
+interface Way {
+  name: string;
+  headers: Record<string, string>;
+  /** The tenant's settings for this way. */
+  settings?: TenantSettingsPatch;
+}
+const WAYS: readonly Way[] = [
   { name: 'gateway, defaults', headers: {} },
   { name: 'gateway, aggressive compaction', headers: { 'x-gateway-compact': 'aggressive' } },
-] as const;
+  { name: 'gateway, aggressive compaction and routing', headers: { 'x-gateway-compact': 'aggressive' }, settings: { routing: { enabled: true } } },
+];
 const SAVED = ['cache', 'compaction', 'routing', 'promptCache'] as const;
 type Claimed = Record<(typeof SAVED)[number], number>;
 
@@ -120,7 +130,11 @@ async function post(url: string, headers: Record<string, string>, body: string):
 const anthropic = anthropicAdapter('Anthropic', { anthropicDefaultMaxTokens: 4096 });
 
 /** One way of sending the corpus for one model, against a fresh fake. */
-async function replay(sessions: Session[], model: string, way: { gateway?: { service: GatewayService; url: string }; headers: Record<string, string> }): Promise<Replay> {
+async function replay(
+  sessions: Session[],
+  model: string,
+  way: { gateway?: { service: GatewayService; url: string }; headers: Record<string, string>; settings?: TenantSettingsPatch | undefined },
+): Promise<Replay> {
   const fake = await createFakeProvider({ behaviour: { promptCache: true }, record: 0 });
   const out: Replay = { calls: 0, failed: 0, billedUsd: 0, ownCacheUsd: 0, claimed: { cache: 0, compaction: 0, routing: 0, promptCache: 0 }, headerClaimedUsd: 0, recordedCostUsd: 0 };
   const [provider, id] = [model.slice(0, model.indexOf('/')), model.slice(model.indexOf('/') + 1)];
@@ -131,6 +145,7 @@ async function replay(sessions: Session[], model: string, way: { gateway?: { ser
       const { deps } = way.gateway.service;
       const tenant = await signup(deps, { name: 'Savings', email: `savings-${fake.port}@example.com`, ip: '127.0.0.1', adminToken: undefined });
       await putProviderKey(deps, tenant.tenantId, { provider, key: 'sk-savings-fake', baseUrl: `${fake.url}/v1` });
+      if (way.settings) await updateTenant(deps, tenant.tenantId, { settings: way.settings });
       tenantId = tenant.tenantId;
       apiKey = tenant.apiKey;
     }
@@ -223,7 +238,7 @@ export async function gatewaySavings(): Promise<{ rows: Row[]; details: string[]
       raw[`${model} direct`] = direct;
       for (const way of WAYS) {
         log(`savings: ${model}, ${way.name}`);
-        const gw = await replay(corpus.sessions, model, { gateway, headers: way.headers });
+        const gw = await replay(corpus.sessions, model, { gateway, headers: way.headers, settings: way.settings });
         raw[`${model} ${way.name}`] = gw;
         rows.push({
           id: '7',

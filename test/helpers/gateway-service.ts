@@ -2,6 +2,7 @@ import { Writable } from 'node:stream';
 import OpenAI from 'openai';
 import pino from 'pino';
 import { loadGatewayConfig } from '../../src/gateway/config.ts';
+import type { UsageRecordRow } from '../../src/gateway/schema.ts';
 import { createGatewayService, type GatewayService } from '../../src/gateway/service.ts';
 import type { RuntimeOverrides } from '../../src/platform/runtime.ts';
 import { createFakeProvider, type FakeProvider } from '../../tools/fake-provider/server.ts';
@@ -114,4 +115,15 @@ export async function startLiveGateway(kind: DbKind, env: Record<string, string>
       await db.drop();
     },
   };
+}
+
+/** The usage record of `requestId`, once the batched writer has written it. */
+export async function usageRecord(gw: LiveGateway, requestId: string): Promise<UsageRecordRow> {
+  for (let i = 0; i < 100; i++) {
+    await gw.service.dataPlane.usage.flush();
+    const row = await gw.service.deps.db.selectFrom('usage_records').selectAll().where('request_id', '=', requestId).executeTakeFirst();
+    if (row) return row;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error(`no usage record for ${requestId}`);
 }

@@ -52,9 +52,9 @@ export class MemoryAnswerStore implements AnswerStore {
     return slot.answer;
   }
 
-  async set(_tenantId: string, key: string, answer: CachedAnswer, ttlMs: number): Promise<void> {
+  async set(_tenantId: string, key: string, answer: CachedAnswer, ttlMs: number, maxEntryBytes = this.#maxEntryBytes): Promise<void> {
     const bytes = JSON.stringify(answer).length + ENTRY_OVERHEAD;
-    if (bytes > this.#maxEntryBytes || bytes > this.#maxBytes) return;
+    if (bytes > Math.min(maxEntryBytes, this.#maxEntryBytes) || bytes > this.#maxBytes) return;
     const old = this.#slots.get(key);
     if (old) {
       this.#slots.delete(key);

@@ -22,9 +22,9 @@ export class RedisAnswerStore implements AnswerStore {
     return text === null ? undefined : parseCachedAnswer(text);
   }
 
-  async set(tenantId: string, key: string, answer: CachedAnswer, ttlMs: number): Promise<void> {
+  async set(tenantId: string, key: string, answer: CachedAnswer, ttlMs: number, maxEntryBytes = this.#maxEntryBytes): Promise<void> {
     const text = JSON.stringify(answer);
-    if (Buffer.byteLength(text) > this.#maxEntryBytes) return;
+    if (Buffer.byteLength(text) > Math.min(maxEntryBytes, this.#maxEntryBytes)) return;
     await this.#redis.set(redisKey(tenantId, key), text, 'PX', ttlMs);
   }
 }

@@ -18,6 +18,8 @@ export interface CachePolicy {
   enabled: boolean;
   dedup: boolean;
   ttlMs: number;
+  /** Larger answers are served but not stored (the tenant's bound, within the gateway's). */
+  maxEntryBytes: number;
 }
 
 /**
@@ -58,7 +60,12 @@ export class ResponseCache {
   policy(tenant: TenantContext): CachePolicy {
     const own = tenant.settings.cache;
     const enabled = own?.enabled ?? this.#config.enabled;
-    return { enabled, dedup: enabled && (own?.dedup ?? true), ttlMs: (own?.ttl_seconds ?? this.#config.ttlSeconds) * 1000 };
+    return {
+      enabled,
+      dedup: enabled && (own?.dedup ?? true),
+      ttlMs: (own?.ttl_seconds ?? this.#config.ttlSeconds) * 1000,
+      maxEntryBytes: Math.min(own?.max_entry_bytes ?? this.#config.maxEntryBytes, this.#config.maxEntryBytes),
+    };
   }
 
   /**
@@ -103,6 +110,6 @@ export class ResponseCache {
       costUsd: outcome.costUsd,
       ...flight.answer(),
     };
-    await this.store.set(leader.tenant.tenantId, flight.key, answer, policy.ttlMs);
+    await this.store.set(leader.tenant.tenantId, flight.key, answer, policy.ttlMs, policy.maxEntryBytes);
   }
 }

@@ -2,19 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { catalogEntry } from '../../../src/gateway/catalog/catalog.ts';
 import { costUsd } from '../../../src/gateway/catalog/cost.ts';
-import type { UsageRecordRow } from '../../../src/gateway/schema.ts';
 import { DB_KINDS } from '../../helpers/env.ts';
-import { type LiveGateway, type LiveTenant, startLiveGateway } from '../../helpers/gateway-service.ts';
-
-async function usageRecord(gw: LiveGateway, requestId: string): Promise<UsageRecordRow> {
-  for (let i = 0; i < 100; i++) {
-    await gw.service.dataPlane.usage.flush();
-    const row = await gw.service.deps.db.selectFrom('usage_records').selectAll().where('request_id', '=', requestId).executeTakeFirst();
-    if (row) return row;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  throw new Error(`no usage record for ${requestId}`);
-}
+import { type LiveGateway, type LiveTenant, startLiveGateway, usageRecord } from '../../helpers/gateway-service.ts';
 
 const mini = catalogEntry('openai', 'gpt-4o-mini')!;
 const haiku = catalogEntry('anthropic', 'claude-haiku-4-5')!;

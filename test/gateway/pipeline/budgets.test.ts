@@ -156,6 +156,21 @@ for (const kind of DB_KINDS) {
       assert.match(huge.message!, /lower max_tokens/);
     });
 
+    test('a cache hit costs the budget nothing: only the call that went upstream is counted', async (t) => {
+      const clock = newClock();
+      const gw = await startLiveGateway(kind, { GATEWAY_CACHE_ENABLED: 'true' }, { clock });
+      t.after(() => gw.close());
+      const tenant = await gw.tenant({ providers: ['openai'] });
+      await setTenantLimits(gw, tenant, { usd_per_month: ESTIMATE_USD * 1.5, tokens_per_day: Math.floor(ESTIMATE_TOKENS * 1.5) });
+      gw.fake.setBehaviour({ promptTokens: PROMPT, completionTokens: SPENT_COMPLETION });
+      for (let i = 0; i < 5; i++) assert.equal((await ask(tenant.openai)).status, 200, `call ${i}`);
+      assert.equal(gw.fake.calls.count, 1, 'one call upstream, four hits');
+      await until(async () => (await limitsOf(gw, tenant)).tenant.usage.usd_per_month.reserved === 0, 'the last settle');
+      const usage = (await limitsOf(gw, tenant)).tenant.usage;
+      assert.ok(Math.abs(usage.usd_per_month.used - SPENT_USD) < 1e-12, `used ${usage.usd_per_month.used}`);
+      assert.equal(usage.tokens_per_day.used, PROMPT + SPENT_COMPLETION);
+    });
+
     test('a failed call settles at 0 (nothing spent); the budget is whole again', async (t) => {
       const { gw, tenant } = await live(kind, t);
       await setTenantLimits(gw, tenant, { usd_per_month: ESTIMATE_USD * 1.5, tokens_per_day: ESTIMATE_TOKENS + 1 });

@@ -1,22 +1,10 @@
 import { request } from 'node:http';
 import type OpenAI from 'openai';
-import type { UsageRecordRow } from '../../../src/gateway/schema.ts';
 import type { LiveGateway } from '../../helpers/gateway-service.ts';
 
 /** Shared by the cache and dedup suites. */
 
 export const MODEL = 'openai/gpt-4o-mini';
-
-/** The usage record of a request, once the batched writer has written it. */
-export async function usageRecord(gw: LiveGateway, requestId: string): Promise<UsageRecordRow> {
-  for (let i = 0; i < 200; i++) {
-    await gw.service.dataPlane.usage.flush();
-    const row = await gw.service.deps.db.selectFrom('usage_records').selectAll().where('request_id', '=', requestId).executeTakeFirst();
-    if (row) return row;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  throw new Error(`no usage record for ${requestId}`);
-}
 
 export async function until(check: () => boolean | Promise<boolean>, what: string, tries = 500): Promise<void> {
   for (let i = 0; i < tries; i++) {
@@ -78,3 +66,5 @@ export function streamThenLeave(url: string, apiKey: string, body: string, after
     req.end(body);
   });
 }
+
+export { usageRecord } from '../../helpers/gateway-service.ts';

@@ -202,4 +202,19 @@ describe('response cache memory bound', () => {
     assert.equal(await status('two'), 'miss', 'two was evicted to make room for three');
     assert.equal(await status('three'), 'hit');
   });
+
+  test("a tenant's max_entry_bytes: a larger answer is served but not stored", async (t) => {
+    const gw = await startLiveGateway('sqlite', { GATEWAY_CACHE_ENABLED: 'true' });
+    t.after(() => gw.close());
+    const tenant = await gw.tenant({ providers: ['openai'] });
+    const patched = await gw.api('/api/v1/tenant', { method: 'PATCH', token: tenant.session, body: { settings: { cache: { max_entry_bytes: 1024 } } } });
+    assert.equal(patched.status, 200);
+    gw.fake.setBehaviour({ text: 'long '.repeat(400) });
+    const status = async () => (await tenant.openai.chat.completions.create(ask('big answer')).withResponse()).response.headers.get('x-gateway-cache');
+    assert.equal(await status(), 'miss');
+    assert.equal(await status(), 'miss', 'the 2 KB answer was not stored under a 1 KB bound');
+    await gw.api('/api/v1/tenant', { method: 'PATCH', token: tenant.session, body: { settings: { cache: null } } });
+    assert.equal(await status(), 'miss');
+    assert.equal(await status(), 'hit', 'stored under the gateway default (1 MiB)');
+  });
 });

@@ -1,6 +1,4 @@
 import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
-import type { UsageRecordRow } from '../../../src/gateway/schema.ts';
-import type { LiveGateway } from '../../helpers/gateway-service.ts';
 
 /** What the prompt-cache tests share: long texts of a known size, the usage record of a call. */
 
@@ -9,17 +7,6 @@ export function text(seed: string, tokens: number): string {
   const words: string[] = [];
   for (let i = 0; countTokens(words.join(' ')) < tokens; i++) words.push(`${seed}${i}`, 'alpha', 'beta', 'gamma', 'delta');
   return words.join(' ');
-}
-
-/** The usage record of `requestId`, once the batched writer has written it. */
-export async function usageRecord(gw: LiveGateway, requestId: string): Promise<UsageRecordRow> {
-  for (let i = 0; i < 100; i++) {
-    await gw.service.dataPlane.usage.flush();
-    const row = await gw.service.deps.db.selectFrom('usage_records').selectAll().where('request_id', '=', requestId).executeTakeFirst();
-    if (row) return row;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  throw new Error(`no usage record for ${requestId}`);
 }
 
 /** Every cache_control in a body sent to Anthropic, as paths (tools.1, system.0, messages.2.1, messages.2.0.content.0). */
@@ -51,3 +38,5 @@ export function cacheControlPaths(body: any): string[] {
   });
   return out;
 }
+
+export { usageRecord } from '../../helpers/gateway-service.ts';

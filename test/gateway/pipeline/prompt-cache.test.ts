@@ -148,6 +148,25 @@ for (const kind of DB_KINDS) {
       assert.match(String(gw.fake.calls.last()!.headers['x-grok-conv-id']), /^gw-/);
     });
 
+    test('re-placed on every attempt: a retry and a fallback to another Anthropic model carry the same breakpoints', async () => {
+      const routing = { fallbacks: { [SONNET]: ['anthropic/claude-opus-4-1'] }, default_fallbacks: false };
+      assert.equal((await gw.api('/api/v1/tenant', { method: 'PATCH', token: t.session, body: { settings: { routing } } })).status, 200);
+      try {
+        // The first try and its two retries fail; the fallback answers.
+        gw.fake.setBehaviour({ fault: '500' }, { requests: 3 });
+        const { response } = await t.openai.chat.completions.create({ model: SONNET, messages: agentLoop(), tools: TOOLS }, session('fallback')).withResponse();
+        assert.equal(response.headers.get('x-gateway-model'), 'anthropic/claude-opus-4-1');
+        const sentBodies = gw.fake.calls.recent.filter((c) => c.route === 'anthropic.messages').map((c) => c.body as { model: string });
+        assert.deepEqual(
+          sentBodies.map((b) => b.model),
+          ['claude-sonnet-4-5', 'claude-sonnet-4-5', 'claude-sonnet-4-5', 'claude-opus-4-1'],
+        );
+        for (const body of sentBodies) assert.deepEqual(cacheControlPaths(body), ['system.0', 'messages.3.1', 'messages.4.1'], body.model);
+      } finally {
+        await gw.api('/api/v1/tenant', { method: 'PATCH', token: t.session, body: { settings: { routing: null } } });
+      }
+    });
+
     test('with the simulation on: a first Anthropic turn pays the write premium, the next reads it; the saving is claimed as priced', async () => {
       gw.fake.setBehaviour({ promptCache: true });
       const sonnet = catalogEntry('anthropic', 'claude-sonnet-4-5')!;

@@ -7,16 +7,6 @@ import type { LiveGateway, LiveTenant } from '../../helpers/gateway-service.ts';
 
 /** What the routing and fallback tests share: the usage record of a call, a tenant on two fakes, its routing settings. */
 
-export async function usageRecord(gw: LiveGateway, requestId: string): Promise<UsageRecordRow> {
-  for (let i = 0; i < 100; i++) {
-    await gw.service.dataPlane.usage.flush();
-    const row = await gw.service.deps.db.selectFrom('usage_records').selectAll().where('request_id', '=', requestId).executeTakeFirst();
-    if (row) return row;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  throw new Error(`no usage record for ${requestId}`);
-}
-
 export const attemptsOf = (row: UsageRecordRow): Attempt[] => (row.attempts ? JSON.parse(row.attempts) : []);
 
 /**
@@ -69,3 +59,5 @@ export function labelledPrompts(): LabelledPrompt[] {
     .filter((line) => line.trim() !== '')
     .map((line) => JSON.parse(line) as LabelledPrompt);
 }
+
+export { usageRecord } from '../../helpers/gateway-service.ts';

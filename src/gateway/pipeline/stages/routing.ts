@@ -6,7 +6,7 @@ import type { Tier } from '../../catalog/models.ts';
 import type { RoutingConfig } from '../../config.ts';
 import { modelNotFound, noProviderKey } from '../../openai-errors.ts';
 import type { TenantContext } from '../../data-plane/tenant-context.ts';
-import type { ProviderAdapter } from '../../providers/types.ts';
+import type { ProviderAdapter, TokenUsage } from '../../providers/types.ts';
 import { AUTO_MODEL, autoWithoutRouting, noModelFits } from '../../routing/auto-model.ts';
 import { chooseRoute } from '../../routing/choose-route.ts';
 import { type RouteModel, RoutingPolicy } from '../../routing/policy.ts';
@@ -81,9 +81,19 @@ export function routingStage(deps: RoutingStageDeps): Stage {
     call.target = call.targets[0];
 
     await next();
-    if (baseline?.entry && call.usage && call.costUsd !== undefined && call.cacheStatus !== 'hit' && call.cacheStatus !== 'dedup') {
-      // Priced on the tokens the answering model reported (another model's tokenizer would count a little differently).
-      call.saved.routing = Math.max(0, (costUsd(call.usage, baseline.entry) ?? 0) - call.costUsd);
+    const answered = call.target?.entry;
+    if (baseline?.entry && answered && call.usage && call.cacheStatus !== 'hit' && call.cacheStatus !== 'dedup') {
+      // Priced on the tokens the answering model reported (another model's tokenizer would count a little differently),
+      // as the client sent the prompt (compaction's tokens back in) and with all input at the full price: compaction
+      // and provider prompt caching claim their parts at the answering model's prices, so the three add up to what
+      // the same call would have cost sent directly to the baseline model (bench/benchmarks/gateway-savings.ts checks it).
+      const asSent: TokenUsage = {
+        ...call.usage,
+        promptTokens: call.usage.promptTokens + call.compactionSavedTokens,
+        cachedTokens: 0,
+        cacheWriteTokens: 0,
+      };
+      call.saved.routing = Math.max(0, (costUsd(asSent, baseline.entry) ?? 0) - (costUsd(asSent, answered) ?? 0));
     }
   };
 }
