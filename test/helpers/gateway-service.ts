@@ -127,3 +127,26 @@ export async function usageRecord(gw: LiveGateway, requestId: string): Promise<U
   }
   throw new Error(`no usage record for ${requestId}`);
 }
+
+/**
+ * Another replica of `a`'s gateway: the same database (and whatever `env`
+ * adds, such as REDIS_URL), its own process state, listening on a port of
+ * its own. Without `a.db.url` (SQLite) it opens the same file: a restart.
+ */
+export async function startReplica(
+  a: LiveGateway,
+  env: Record<string, string> = {},
+  overrides: Omit<RuntimeOverrides, 'logger'> = {},
+): Promise<{ service: GatewayService; url: string }> {
+  const service = await createGatewayService(
+    loadGatewayConfig({
+      DATA_DIR: a.db.dataDir,
+      GATEWAY_ENCRYPTION_KEY: 'b'.repeat(64),
+      GATEWAY_ALLOW_PRIVATE_UPSTREAMS: '127.0.0.1',
+      ...(a.db.url ? { GATEWAY_DATABASE_URL: a.db.url } : {}),
+      ...env,
+    }),
+    { ...overrides, logger: pino({ level: 'silent' }), processMetrics: false },
+  );
+  return { service, url: await service.runtime.listen('127.0.0.1', 0) };
+}

@@ -1,14 +1,14 @@
 import { costUsd } from '../catalog/cost.ts';
 import type { Call } from '../pipeline/call.ts';
 import type { TokenUsage } from '../providers/types.ts';
-import { countPromptTokens } from '../tokens.ts';
+import { estimatePromptTokens } from '../tokens.ts';
 import type { Amounts } from './ledger.ts';
 
 /**
  * What a call is expected to cost, reserved before it goes upstream:
- * - prompt tokens: the compacted messages and tools, counted with the
- *   gateway's tokenizer (tokens.ts: exact for OpenAI's models, an
- *   approximation for others);
+ * - prompt tokens: the compacted messages and tools, estimated from their
+ *   length (tokens.ts estimatePromptTokens: a third of the characters, which
+ *   leans high; tokenizing a long prompt would cost milliseconds per call);
  * - output tokens: `max_completion_tokens`, else `max_tokens`, else
  *   `defaultOutputTokens`, never more than the model's context window
  *   leaves after the prompt, times `n`;
@@ -22,7 +22,7 @@ import type { Amounts } from './ledger.ts';
 export function estimateCall(call: Call, defaultOutputTokens: number, needsTokens: boolean): Amounts {
   if (!needsTokens) return { requests: 1, tokens: 0, usd: 0 };
   const body = call.body;
-  const prompt = countPromptTokens(body.messages, body['tools']);
+  const prompt = estimatePromptTokens(body.messages, body['tools']);
   const asked = positiveInt(body['max_completion_tokens']) ?? positiveInt(body['max_tokens']) ?? defaultOutputTokens;
   const choices = positiveInt(body['n']) ?? 1;
   let tokens = 0;

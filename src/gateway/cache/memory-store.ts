@@ -2,8 +2,15 @@ import type { Clock } from '../../platform/clock.ts';
 import type { AnswerStore } from './answer-store.ts';
 import type { CachedAnswer } from './cached-answer.ts';
 
-/** What an entry costs beyond its JSON text (the Map slot, the record and its usage object), roughly, in bytes. */
+/** What an entry costs beyond its texts (the Map slot, the record, its usage object and short fields), roughly, in bytes. */
 const ENTRY_OVERHEAD = 256;
+
+/** An entry's size as counted against the bound: its texts (the answer's bulk) and a fixed overhead, without serializing it. */
+function weight(answer: CachedAnswer): number {
+  let bytes = ENTRY_OVERHEAD + answer.provider.length + answer.model.length + (answer.completion?.length ?? 0) + (answer.usageChunk?.length ?? 0);
+  if (answer.chunks) for (const chunk of answer.chunks) bytes += chunk.length + 3;
+  return bytes;
+}
 
 interface Slot {
   answer: CachedAnswer;
@@ -13,7 +20,7 @@ interface Slot {
 
 /**
  * The in-process store: least recently used entries go first once the
- * entries' sizes (the length of their JSON plus a fixed overhead, about
+ * entries' sizes (the length of their texts plus a fixed overhead, about
  * their weight in memory) pass `maxBytes`; an entry is dropped when read after its TTL. A Map keeps
  * insertion order, so re-inserting on every hit makes its first key the
  * least recently used one.
@@ -53,7 +60,7 @@ export class MemoryAnswerStore implements AnswerStore {
   }
 
   async set(_tenantId: string, key: string, answer: CachedAnswer, ttlMs: number, maxEntryBytes = this.#maxEntryBytes): Promise<void> {
-    const bytes = JSON.stringify(answer).length + ENTRY_OVERHEAD;
+    const bytes = weight(answer);
     if (bytes > Math.min(maxEntryBytes, this.#maxEntryBytes) || bytes > this.#maxBytes) return;
     const old = this.#slots.get(key);
     if (old) {

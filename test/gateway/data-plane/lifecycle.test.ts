@@ -7,7 +7,7 @@ import type { GatewayTables } from '../../../src/gateway/schema.ts';
 import { closeDatabase, openDatabase } from '../../../src/platform/db.ts';
 import { migrateToLatest } from '../../../src/platform/db.ts';
 import { DB_KINDS, POSTGRES_URL, REDIS_URL } from '../../helpers/env.ts';
-import { startLiveGateway } from '../../helpers/gateway-service.ts';
+import { startLiveGateway, startReplica } from '../../helpers/gateway-service.ts';
 
 const until = async (check: () => boolean | Promise<boolean>, what: string) => {
   for (let i = 0; i < 200; i++) {
@@ -103,21 +103,8 @@ describe('replicas sharing PostgreSQL and Redis', { skip: POSTGRES_URL && REDIS_
     t.after(() => a.close());
     const tenant = await a.tenant({ providers: ['openai'] });
     // Replica B: the same database and Redis, its own process state.
-    const { createGatewayService } = await import('../../../src/gateway/service.ts');
-    const { loadGatewayConfig } = await import('../../../src/gateway/config.ts');
-    const pino = (await import('pino')).default;
-    const b = await createGatewayService(
-      loadGatewayConfig({
-        DATA_DIR: a.db.dataDir,
-        GATEWAY_ENCRYPTION_KEY: 'b'.repeat(64),
-        GATEWAY_DATABASE_URL: a.db.url!,
-        GATEWAY_ALLOW_PRIVATE_UPSTREAMS: '127.0.0.1',
-        REDIS_URL: REDIS_URL!,
-      }),
-      { logger: pino({ level: 'silent' }), processMetrics: false },
-    );
+    const { service: b, url: bUrl } = await startReplica(a, { REDIS_URL: REDIS_URL! });
     t.after(() => b.close());
-    const bUrl = await b.runtime.listen('127.0.0.1', 0);
     const viaB = new OpenAI({ baseURL: `${bUrl}/v1`, apiKey: tenant.apiKey, maxRetries: 0 });
     const ask = () => viaB.chat.completions.create({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] });
     await ask(); // B now has the key in its in-process cache

@@ -1,14 +1,14 @@
 import OpenAI from 'openai';
 import { MODELS } from '../../../src/gateway/catalog/models.ts';
-import { countPromptTokens } from '../../../src/gateway/tokens.ts';
+import { estimatePromptTokens } from '../../../src/gateway/tokens.ts';
 import { ManualClock } from '../../../src/platform/clock.ts';
 
 /** What the budget suites send and expect: one small call to gpt-4o-mini and its estimate as docs/gateway-budgets.md states it. */
 export const MINI = MODELS.find((m) => m.provider === 'openai' && m.id === 'gpt-4o-mini')!;
 export const MAX_TOKENS = 100;
 export const BODY = { model: 'openai/gpt-4o-mini', messages: [{ role: 'user' as const, content: 'hi' }], max_tokens: MAX_TOKENS };
-/** Prompt tokens of BODY as the gateway counts them (framing included). */
-export const PROMPT = countPromptTokens(BODY.messages);
+/** Prompt tokens of BODY as the gateway estimates them for a reservation (framing included); the fake reports as many. */
+export const PROMPT = estimatePromptTokens(BODY.messages);
 /** Reserved per call: the prompt plus max_tokens, at the catalog price. */
 export const ESTIMATE_TOKENS = PROMPT + MAX_TOKENS;
 export const ESTIMATE_USD = (PROMPT * MINI.input + MAX_TOKENS * MINI.output) / 1e6;

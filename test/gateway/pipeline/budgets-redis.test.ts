@@ -6,11 +6,9 @@ import pino from 'pino';
 import { countersFor } from '../../../src/gateway/budgets/ledger.ts';
 import { MemoryLedger } from '../../../src/gateway/budgets/memory-ledger.ts';
 import { RedisLedger } from '../../../src/gateway/budgets/redis-ledger.ts';
-import { loadGatewayConfig } from '../../../src/gateway/config.ts';
-import { createGatewayService } from '../../../src/gateway/service.ts';
 import type { ManualClock } from '../../../src/platform/clock.ts';
 import { POSTGRES_URL, REDIS_URL } from '../../helpers/env.ts';
-import { type LiveGateway, type LiveTenant, startLiveGateway } from '../../helpers/gateway-service.ts';
+import { type LiveGateway, type LiveTenant, startLiveGateway, startReplica } from '../../helpers/gateway-service.ts';
 import { ask, count, ESTIMATE_USD, MAX_TOKENS, newClock, PROMPT, SPENT_COMPLETION, SPENT_USD, until } from './budget-calls.ts';
 
 /** Two gateway replicas sharing PostgreSQL, Redis and one clock; B is a second service with its own process state. */
@@ -18,19 +16,8 @@ async function replicas(t: { after: (fn: () => Promise<void>) => void }) {
   const clock = newClock();
   const a = await startLiveGateway('postgres', { REDIS_URL: REDIS_URL! }, { clock });
   t.after(() => a.close());
-  const b = await createGatewayService(
-    loadGatewayConfig({
-      DATA_DIR: a.db.dataDir,
-      GATEWAY_ENCRYPTION_KEY: 'b'.repeat(64),
-      GATEWAY_DATABASE_URL: a.db.url!,
-      GATEWAY_ALLOW_PRIVATE_UPSTREAMS: '127.0.0.1',
-      GATEWAY_USAGE_FLUSH_MS: '20',
-      REDIS_URL: REDIS_URL!,
-    }),
-    { logger: pino({ level: 'silent' }), processMetrics: false, clock },
-  );
+  const { service: b, url: bUrl } = await startReplica(a, { GATEWAY_USAGE_FLUSH_MS: '20', REDIS_URL: REDIS_URL! }, { clock });
   t.after(() => b.close());
-  const bUrl = await b.runtime.listen('127.0.0.1', 0);
   const viaB = (tenant: LiveTenant, key = tenant.apiKey) => new OpenAI({ baseURL: `${bUrl}/v1`, apiKey: key, maxRetries: 0 });
   const limitsViaB = async (tenant: LiveTenant) => {
     const res = await fetch(`${bUrl}/api/v1/tenant/limits`, { headers: { authorization: `Bearer ${tenant.session}` } });

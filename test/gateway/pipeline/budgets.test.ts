@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { describe, test } from 'node:test';
 import { DB_KINDS, type DbKind } from '../../helpers/env.ts';
-import { type LiveGateway, type LiveTenant, startLiveGateway } from '../../helpers/gateway-service.ts';
+import { type LiveGateway, type LiveTenant, startLiveGateway, startReplica } from '../../helpers/gateway-service.ts';
 import {
   ask,
   BODY,
@@ -248,15 +248,8 @@ describe('budgets survive a restart of a single-process gateway (SQLite)', () =>
     assert.equal((await ask(tenant.openai)).status, 200);
     await a.service.close();
 
-    const { createGatewayService } = await import('../../../src/gateway/service.ts');
-    const { loadGatewayConfig } = await import('../../../src/gateway/config.ts');
-    const pino = (await import('pino')).default;
-    const b = await createGatewayService(
-      loadGatewayConfig({ DATA_DIR: a.db.dataDir, GATEWAY_ENCRYPTION_KEY: 'b'.repeat(64), GATEWAY_ALLOW_PRIVATE_UPSTREAMS: '127.0.0.1' }),
-      { logger: pino({ level: 'silent' }), processMetrics: false, clock },
-    );
+    const { service: b, url } = await startReplica(a, {}, { clock });
     t.after(() => b.close());
-    const url = await b.runtime.listen('127.0.0.1', 0);
     const res = await fetch(`${url}/api/v1/tenant/limits`, { headers: { authorization: `Bearer ${tenant.session}` } });
     const usage = ((await res.json()) as { tenant: { usage: Record<string, { used: number }> } }).tenant.usage;
     assert.ok(Math.abs(usage['usd_per_month']!.used - ESTIMATE_USD) < 1e-12, 'the month so far, from the usage records');

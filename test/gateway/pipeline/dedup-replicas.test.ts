@@ -2,12 +2,10 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
 import OpenAI from 'openai';
-import pino from 'pino';
 import { cacheKey } from '../../../src/gateway/cache/cache-key.ts';
-import { loadGatewayConfig } from '../../../src/gateway/config.ts';
-import { createGatewayService, type GatewayService } from '../../../src/gateway/service.ts';
+import type { GatewayService } from '../../../src/gateway/service.ts';
 import { POSTGRES_URL, REDIS_URL } from '../../helpers/env.ts';
-import { type LiveGateway, type LiveTenant, startLiveGateway } from '../../helpers/gateway-service.ts';
+import { type LiveGateway, type LiveTenant, startLiveGateway, startReplica } from '../../helpers/gateway-service.ts';
 import { MODEL, streamed, textOf } from './cache-helpers.ts';
 
 const LEASE_MS = 400;
@@ -23,17 +21,9 @@ describe('dedup across two replicas sharing PostgreSQL and Redis', { skip: POSTG
 
   before(async () => {
     a = await startLiveGateway('postgres', env);
-    b = await createGatewayService(
-      loadGatewayConfig({
-        DATA_DIR: a.db.dataDir,
-        GATEWAY_ENCRYPTION_KEY: 'b'.repeat(64),
-        GATEWAY_DATABASE_URL: a.db.url!,
-        GATEWAY_ALLOW_PRIVATE_UPSTREAMS: '127.0.0.1',
-        ...env,
-      }),
-      { logger: pino({ level: 'silent' }), processMetrics: false },
-    );
-    const bUrl = await b.runtime.listen('127.0.0.1', 0);
+    const replica = await startReplica(a, env);
+    b = replica.service;
+    const bUrl = replica.url;
     tenant = await a.tenant({ providers: ['openai'] });
     viaB = new OpenAI({ baseURL: `${bUrl}/v1`, apiKey: tenant.apiKey, maxRetries: 0 });
     redis = new Redis(REDIS_URL!);

@@ -1,13 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import OpenAI from 'openai';
-import pino from 'pino';
 import { catalogEntry } from '../../../src/gateway/catalog/catalog.ts';
 import { costUsd } from '../../../src/gateway/catalog/cost.ts';
-import { loadGatewayConfig } from '../../../src/gateway/config.ts';
-import { createGatewayService } from '../../../src/gateway/service.ts';
 import { DB_KINDS, POSTGRES_URL, REDIS_URL } from '../../helpers/env.ts';
-import { type LiveGateway, type LiveTenant, startLiveGateway } from '../../helpers/gateway-service.ts';
+import { type LiveGateway, type LiveTenant, startLiveGateway, startReplica } from '../../helpers/gateway-service.ts';
 import { usageRecord, setRouting } from './routing-fixture.ts';
 
 const EASY = [{ role: 'user' as const, content: 'What is the capital of Australia?' }];
@@ -143,18 +140,9 @@ describe('sticky sessions shared by two replicas through Redis', { skip: POSTGRE
     const a = await startLiveGateway('postgres', { REDIS_URL: REDIS_URL! });
     t.after(() => a.close());
     const tenant = await a.tenant();
-    const b = await createGatewayService(
-      loadGatewayConfig({
-        DATA_DIR: a.db.dataDir,
-        GATEWAY_ENCRYPTION_KEY: 'b'.repeat(64),
-        GATEWAY_DATABASE_URL: a.db.url!,
-        GATEWAY_ALLOW_PRIVATE_UPSTREAMS: '127.0.0.1',
-        REDIS_URL: REDIS_URL!,
-      }),
-      { logger: pino({ level: 'silent' }), processMetrics: false },
-    );
-    t.after(() => b.close());
-    const viaB = new OpenAI({ baseURL: `${await b.runtime.listen('127.0.0.1', 0)}/v1`, apiKey: tenant.apiKey, maxRetries: 0 });
+    const b = await startReplica(a, { REDIS_URL: REDIS_URL! });
+    t.after(() => b.service.close());
+    const viaB = new OpenAI({ baseURL: `${b.url}/v1`, apiKey: tenant.apiKey, maxRetries: 0 });
     const session = { 'X-Gateway-Session-Id': `shared-${Date.now()}` };
     const onA = await tenant.openai.chat.completions.create({ model: 'auto', messages: HARD }, { headers: session }).withResponse();
     const raised = onA.response.headers.get('x-gateway-model')!;
