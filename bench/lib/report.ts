@@ -147,9 +147,12 @@ ratio against a baseline measured in the same run, or a latency bound that must 
    called directly (the baseline of the compared rows); the Node floor (bench/servers/node-floor.ts: node:http piping each
    request to an undici Pool and the answer back, nothing parsed: no gateway written in Node can add less); this gateway
    (bench/servers/gateway-server.ts: the real service on SQLite, usage records written, one tenant whose OpenAI key has the
-   fake as its base_url; requests name \`openai/gpt-4o-mini\`, a catalog model, so each call is priced); and Portkey's
+   fake as its base_url; requests name \`openai/gpt-4o-mini\`, a catalog model, so each call is priced; the tenant turns
+   every pipeline stage on: safe compaction, routing of named models, limits on requests, tokens and USD high enough
+   never to refuse, the response cache and dedup, and provider prompt caching with \`X-Gateway-Session-Id\`); and Portkey's
    open-source gateway (npm \`@portkey-ai/gateway\`, installed by the bench into the git-ignored bench/.portkey, routed with
-   \`x-portkey-provider: openai\` and \`x-portkey-custom-host\`). The same non-streamed request everywhere.
+   \`x-portkey-provider: openai\` and \`x-portkey-custom-host\`). The same non-streamed request everywhere, each one made
+   different by a fresh id in its message (autocannon's \`[<id>]\`), so no cache answers it and every call goes upstream.
    Throughput and CPU per request: 50 connections, 2 s warm-up, then 5 s slices of each target in order and reversed.
    Added latency: 10 connections on the 20 ms fake, the exact latency of every 2xx response minus the direct figures.
    Streaming time to first byte: 200 \`stream: true\` requests (with \`include_usage\`), 4 at a time, from the send to the
