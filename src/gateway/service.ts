@@ -58,13 +58,18 @@ export async function createGatewayService(config: GatewayConfig, overrides: Run
     buildApp: (deps) => buildGatewayApp(deps, dataPlane!.routes, () => draining),
     afterDrain: () => dataPlane!.close(),
   });
+  let closing: Promise<void> | undefined;
   return {
     runtime,
     deps: runtime.deps,
     dataPlane: dataPlane!,
-    async close() {
-      draining = true;
-      await runtime.close();
+    close() {
+      // Once: a second call (a second signal, a test's cleanup) waits for the same shutdown.
+      closing ??= (async () => {
+        draining = true;
+        await runtime.close();
+      })();
+      return closing;
     },
   };
 }

@@ -22,10 +22,13 @@ export interface LiveGateway {
   fake: FakeProvider;
   db: TestDatabase;
   logs: string[];
+  /** Other replicas on this gateway's database (startReplica); close() closes them first. */
+  replicas: GatewayService[];
   /** Signs up a tenant through the control plane and stores provider keys pointing at the fake. */
   tenant(options?: { providers?: string[] }): Promise<LiveTenant>;
   // biome-ignore lint/suspicious/noExplicitAny: test replies are inspected field by field
   api(path: string, init?: { method?: string; token?: string; body?: unknown }): Promise<{ status: number; body: any; headers: Headers }>;
+  /** Closes the replicas, this service and the fake, then drops the database (a replica still writing to it would deadlock the drop). */
   close(): Promise<void>;
 }
 
@@ -82,12 +85,13 @@ export async function startLiveGateway(kind: DbKind, env: Record<string, string>
     return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
   };
 
-  return {
+  const gateway: LiveGateway = {
     url,
     service,
     fake,
     db,
     logs,
+    replicas: [],
     api,
     async tenant(options = {}) {
       const email = `live${process.pid}.${++counter}@example.com`;
@@ -110,11 +114,13 @@ export async function startLiveGateway(kind: DbKind, env: Record<string, string>
       };
     },
     async close() {
+      for (const replica of gateway.replicas.splice(0).reverse()) await replica.close();
       await service.close();
       await fake.close();
       await db.drop();
     },
   };
+  return gateway;
 }
 
 /** The usage record of `requestId`, once the batched writer has written it. */
@@ -132,6 +138,7 @@ export async function usageRecord(gw: LiveGateway, requestId: string): Promise<U
  * Another replica of `a`'s gateway: the same database (and whatever `env`
  * adds, such as REDIS_URL), its own process state, listening on a port of
  * its own. Without `a.db.url` (SQLite) it opens the same file: a restart.
+ * `a.close()` closes it, before dropping the database.
  */
 export async function startReplica(
   a: LiveGateway,
@@ -148,5 +155,6 @@ export async function startReplica(
     }),
     { ...overrides, logger: pino({ level: 'silent' }), processMetrics: false },
   );
+  a.replicas.push(service);
   return { service, url: await service.runtime.listen('127.0.0.1', 0) };
 }

@@ -3,7 +3,6 @@ import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
 import OpenAI from 'openai';
 import { cacheKey } from '../../../src/gateway/cache/cache-key.ts';
-import type { GatewayService } from '../../../src/gateway/service.ts';
 import { POSTGRES_URL, REDIS_URL } from '../../helpers/env.ts';
 import { type LiveGateway, type LiveTenant, startLiveGateway, startReplica } from '../../helpers/gateway-service.ts';
 import { MODEL, streamed, textOf } from './cache-helpers.ts';
@@ -13,7 +12,6 @@ const ask = (content: string) => ({ model: MODEL, messages: [{ role: 'user' as c
 
 describe('dedup across two replicas sharing PostgreSQL and Redis', { skip: POSTGRES_URL && REDIS_URL ? false : 'needs TEST_POSTGRES_URL and TEST_REDIS_URL' }, () => {
   let a: LiveGateway;
-  let b: GatewayService;
   let redis: Redis;
   let tenant: LiveTenant;
   let viaB: OpenAI;
@@ -21,16 +19,13 @@ describe('dedup across two replicas sharing PostgreSQL and Redis', { skip: POSTG
 
   before(async () => {
     a = await startLiveGateway('postgres', env);
-    const replica = await startReplica(a, env);
-    b = replica.service;
-    const bUrl = replica.url;
+    const { url: bUrl } = await startReplica(a, env);
     tenant = await a.tenant({ providers: ['openai'] });
     viaB = new OpenAI({ baseURL: `${bUrl}/v1`, apiKey: tenant.apiKey, maxRetries: 0 });
     redis = new Redis(REDIS_URL!);
   });
   after(async () => {
     redis.disconnect();
-    await b.close();
     await a.close();
   });
 

@@ -141,7 +141,6 @@ describe('sticky sessions shared by two replicas through Redis', { skip: POSTGRE
     t.after(() => a.close());
     const tenant = await a.tenant();
     const b = await startReplica(a, { REDIS_URL: REDIS_URL! });
-    t.after(() => b.service.close());
     const viaB = new OpenAI({ baseURL: `${b.url}/v1`, apiKey: tenant.apiKey, maxRetries: 0 });
     const session = { 'X-Gateway-Session-Id': `shared-${Date.now()}` };
     const onA = await tenant.openai.chat.completions.create({ model: 'auto', messages: HARD }, { headers: session }).withResponse();
