@@ -149,7 +149,6 @@ export async function compactionBenchmark(): Promise<{ rows: Row[]; details: str
     `Compaction corpus: ${corpus.length} sessions, ${requestsPerVariant} requests per variant (each turn of each session, replayed in order), ${fmt(results[0] ? results[0].before / requestsPerVariant : 0)} prompt tokens per request on average; every compacted request passed the invariants checker.`,
     `Compaction "prefix kept": the share of consecutive turns where the previous turn's compacted messages are a prefix of the next turn's (providers' prompt caches hit). Budgets drop whole blocks of old turns, so the prefix breaks once per block.`,
     `Compaction heap: ${fmt((heapAfter - heapBefore) / 2 ** 20, 1)} MiB more live heap after all variants (${gc ? 'after a full GC' : 'no --expose-gc: includes garbage'}); the token counter keeps at most 50,000 counts per gateway process.`,
-    'Compaction figures are provisional: measured on a machine shared with other work.',
   ];
   const raw = {
     compaction: Object.fromEntries(
