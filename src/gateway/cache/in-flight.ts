@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { Call } from '../pipeline/call.ts';
+import { type Call, unanswered } from '../pipeline/call.ts';
 import { EventSink } from './sse-events.ts';
 import { Flight, type FlightOutcome, LeaderLost, leaderLost } from './flight.ts';
 import type { Publisher, RemoteFlights } from './remote-flights.ts';
@@ -137,16 +137,7 @@ export class InFlight {
       targets: leader.targets.slice(),
       attempts: [],
       saved: { ...leader.saved, cache: 0, promptCache: 0 },
-      usage: undefined,
-      costUsd: undefined,
-      modelUsed: undefined,
-      upstreamMs: 0,
-      overheadMs: undefined,
-      result: undefined,
-      storedResponse: undefined,
-      streamOpened: false,
-      status: 200,
-      errorCode: undefined,
+      ...unanswered(),
     };
     flight.stop = () => controller.abort();
     flight.othersWaiting = publisher ? () => publisher.othersWaiting() : undefined;

@@ -27,6 +27,25 @@ export interface Attempt {
   ms: number;
 }
 
+/** What a call's answer fills in, as it stands before any answer (a new call, or dedup's own upstream call). */
+export function unanswered(): Pick<
+  Call,
+  'usage' | 'costUsd' | 'modelUsed' | 'upstreamMs' | 'overheadMs' | 'result' | 'storedResponse' | 'streamOpened' | 'status' | 'errorCode'
+> {
+  return {
+    usage: undefined,
+    costUsd: undefined,
+    modelUsed: undefined,
+    upstreamMs: 0,
+    overheadMs: undefined,
+    result: undefined,
+    storedResponse: undefined,
+    streamOpened: false,
+    status: 200,
+    errorCode: undefined,
+  };
+}
+
 export function totalSaved(call: Pick<Call, 'saved'>): number {
   const s = call.saved;
   return s.cache + s.compaction + s.routing + s.promptCache;

@@ -4,7 +4,7 @@ import type { TenantContext } from '../data-plane/tenant-context.ts';
 import { invalidHeader } from '../openai-errors.ts';
 import { clientWantsUsage } from '../providers/adapters.ts';
 import type { ChatRequest } from '../providers/types.ts';
-import type { Call } from './call.ts';
+import { type Call, unanswered } from './call.ts';
 
 /** X-Gateway-Session-Id and X-Gateway-Tag: at most 128 visible ASCII characters (they land in logs, records and filters). */
 const LABEL = /^[\x21-\x7e](?:[\x20-\x7e]{0,126}[\x21-\x7e])?$/;
@@ -88,16 +88,7 @@ export function newCall(
     compactionSavedTokens: 0,
     tokensSaved: 0,
     saved: { cache: 0, compaction: 0, routing: 0, promptCache: 0 },
-    usage: undefined,
-    costUsd: undefined,
-    modelUsed: undefined,
-    upstreamMs: 0,
-    overheadMs: undefined,
-    result: undefined,
-    storedResponse: undefined,
-    streamOpened: false,
-    status: 200,
-    errorCode: undefined,
+    ...unanswered(),
   };
   return call;
 }
