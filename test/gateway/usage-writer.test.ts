@@ -4,47 +4,21 @@ import pino from 'pino';
 import { UsageWriter } from '../../src/gateway/data-plane/usage-writer.ts';
 import type { UsageRecordRow } from '../../src/gateway/schema.ts';
 import { DB_KINDS } from '../helpers/env.ts';
-import { startTestGateway, type TestGateway } from '../helpers/gateway.ts';
+import { startTestGateway, type TestGateway, usageRow } from '../helpers/gateway.ts';
 
 const log = pino({ level: 'silent' });
 
 function row(i: number, over: Partial<UsageRecordRow> = {}): UsageRecordRow {
-  return {
+  return usageRow({
     request_id: `req-${i}`,
     tenant_id: 't1',
     key_id: 'k1',
-    session_id: null,
-    tag: null,
-    model_requested: 'gpt-4o-mini',
-    model_used: 'openai/gpt-4o-mini',
-    provider: 'openai',
-    status: 200,
-    error_code: null,
-    stream: 0,
     prompt_tokens: 10,
-    cached_tokens: 0,
-    cache_write_tokens: 0,
     completion_tokens: 5,
-    reasoning_tokens: 0,
-    saved_tokens: 0,
     cost_usd: 0.000001,
-    cost_saved_usd: 0,
-    saved_cache_usd: 0,
-    saved_compaction_usd: 0,
-    saved_routing_usd: 0,
-    saved_prompt_cache_usd: 0,
-    compaction_saved_tokens: 0,
-    route_reason: null,
-    attempts: null,
-    cache_status: 'bypass',
-    compaction: 'none',
-    overhead_ms: 0.5,
-    upstream_ms: 20,
     created_at: 1_700_000_000_000 + i,
-    request_body: null,
-    response_body: null,
     ...over,
-  };
+  });
 }
 
 for (const kind of DB_KINDS) {

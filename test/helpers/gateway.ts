@@ -136,39 +136,7 @@ export async function startTestGateway(kind: DbKind, env: Record<string, string>
     async insertUsage(row) {
       await db
         .insertInto('usage_records')
-        .values({
-          key_id: 'key-1',
-          session_id: null,
-          tag: null,
-          model_requested: 'gpt-4o-mini',
-          model_used: 'openai/gpt-4o-mini',
-          provider: 'openai',
-          status: 200,
-          error_code: null,
-          stream: 0,
-          prompt_tokens: 0,
-          cached_tokens: 0,
-          cache_write_tokens: 0,
-          completion_tokens: 0,
-          reasoning_tokens: 0,
-          saved_tokens: 0,
-          cost_usd: 0,
-          cost_saved_usd: 0,
-          saved_cache_usd: 0,
-          saved_compaction_usd: 0,
-          saved_routing_usd: 0,
-          saved_prompt_cache_usd: 0,
-          compaction_saved_tokens: 0,
-          route_reason: null,
-          attempts: null,
-          cache_status: 'miss',
-          compaction: 'none',
-          overhead_ms: 1,
-          upstream_ms: 100,
-          request_body: null,
-          response_body: null,
-          ...row,
-        })
+        .values(usageRow(row))
         .execute();
     },
     async close() {
@@ -187,4 +155,41 @@ export function tokenFromMail(text: string): string {
   const token = link ? new URL(link).searchParams.get('token') : null;
   if (!token) throw new Error(`no token in email: ${text}`);
   return token;
+}
+
+/** A whole usage record: an ordinary non-streamed call of `openai/gpt-4o-mini` that saved nothing, with `row`'s fields over it. */
+export function usageRow(row: Partial<UsageRecordRow> & { request_id: string; tenant_id: string; created_at: number }): UsageRecordRow {
+  return {
+    key_id: 'key-1',
+    session_id: null,
+    tag: null,
+    model_requested: 'gpt-4o-mini',
+    model_used: 'openai/gpt-4o-mini',
+    provider: 'openai',
+    status: 200,
+    error_code: null,
+    stream: 0,
+    prompt_tokens: 0,
+    cached_tokens: 0,
+    cache_write_tokens: 0,
+    completion_tokens: 0,
+    reasoning_tokens: 0,
+    saved_tokens: 0,
+    cost_usd: 0,
+    cost_saved_usd: 0,
+    saved_cache_usd: 0,
+    saved_compaction_usd: 0,
+    saved_routing_usd: 0,
+    saved_prompt_cache_usd: 0,
+    compaction_saved_tokens: 0,
+    route_reason: null,
+    attempts: null,
+    cache_status: 'miss',
+    compaction: 'none',
+    overhead_ms: 1,
+    upstream_ms: 100,
+    request_body: null,
+    response_body: null,
+    ...row,
+  };
 }

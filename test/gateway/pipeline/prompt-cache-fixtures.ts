@@ -1,4 +1,5 @@
 import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
+import type OpenAI from 'openai';
 
 /** What the prompt-cache tests share: long texts of a known size, the usage record of a call. */
 
@@ -8,6 +9,19 @@ export function text(seed: string, tokens: number): string {
   for (let i = 0; countTokens(words.join(' ')) < tokens; i++) words.push(`${seed}${i}`, 'alpha', 'beta', 'gamma', 'delta');
   return words.join(' ');
 }
+
+const call = (id: string) => ({ id, type: 'function' as const, function: { name: 'read', arguments: '{"path":"a.ts"}' } });
+
+/** An agent loop: a long system prompt (1,500 tokens), the task, two tool rounds, the newest tool results last. */
+export const agentLoop = (): OpenAI.ChatCompletionMessageParam[] => [
+  { role: 'system', content: text('sys', 1500) },
+  { role: 'user', content: 'fix the bug' },
+  { role: 'assistant', content: null, tool_calls: [call('c1')] },
+  { role: 'tool', tool_call_id: 'c1', content: 'file one' },
+  { role: 'assistant', content: null, tool_calls: [call('c2'), call('c3')] },
+  { role: 'tool', tool_call_id: 'c2', content: 'file two' },
+  { role: 'tool', tool_call_id: 'c3', content: 'file three' },
+];
 
 /** Every cache_control in a body sent to Anthropic, as paths (tools.1, system.0, messages.2.1, messages.2.0.content.0). */
 // biome-ignore lint/suspicious/noExplicitAny: walks the sent body

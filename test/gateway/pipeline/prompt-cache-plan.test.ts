@@ -1,32 +1,15 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import { promptCacheKey } from '../../../src/gateway/prompt-cache/cache-key.ts';
 import { anthropicMinimum } from '../../../src/gateway/prompt-cache/minimum.ts';
 import { promptCacheWanted } from '../../../src/gateway/prompt-cache/mode.ts';
 import { conversationBreakpoints, planPromptCache } from '../../../src/gateway/prompt-cache/plan.ts';
 import { prefixReach, SYSTEM, TOOLS } from '../../../src/gateway/prompt-cache/prefix-length.ts';
+import { agentLoop, text } from './prompt-cache-fixtures.ts';
 
 /** The plan on its own: where breakpoints go, which ones the minimum or the client's own rule out. */
 
-function text(seed: string, tokens: number): string {
-  const words: string[] = [];
-  for (let i = 0; countTokens(words.join(' ')) < tokens; i++) words.push(`${seed}${i}`, 'alpha', 'beta', 'gamma', 'delta');
-  return words.join(' ');
-}
-
 const LONG = text('sys', 1500);
-const call = (id: string) => ({ id, type: 'function', function: { name: 'read', arguments: '{"path":"a.ts"}' } });
-/** An agent loop: system, task, two tool rounds, the newest tool result last. */
-const agentLoop = () => [
-  { role: 'system', content: LONG },
-  { role: 'user', content: 'fix the bug' },
-  { role: 'assistant', content: null, tool_calls: [call('c1')] },
-  { role: 'tool', tool_call_id: 'c1', content: 'file one' },
-  { role: 'assistant', content: null, tool_calls: [call('c2'), call('c3')] },
-  { role: 'tool', tool_call_id: 'c2', content: 'file two' },
-  { role: 'tool', tool_call_id: 'c3', content: 'file three' },
-];
 
 describe('prompt-cache plan', () => {
   test('an agent loop: the system prompt, the last assistant turn (end of the stable part) and the newest tool result', () => {

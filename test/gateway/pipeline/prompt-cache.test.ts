@@ -4,7 +4,7 @@ import OpenAI from 'openai';
 import { catalogEntry } from '../../../src/gateway/catalog/catalog.ts';
 import { DB_KINDS } from '../../helpers/env.ts';
 import { type LiveGateway, type LiveTenant, startLiveGateway } from '../../helpers/gateway-service.ts';
-import { cacheControlPaths, text, usageRecord } from './prompt-cache-fixtures.ts';
+import { agentLoop, cacheControlPaths, text, usageRecord } from './prompt-cache-fixtures.ts';
 
 /**
  * Provider prompt caching through the real app and the OpenAI SDK: the
@@ -15,18 +15,7 @@ import { cacheControlPaths, text, usageRecord } from './prompt-cache-fixtures.ts
 
 type Messages = OpenAI.ChatCompletionMessageParam[];
 const LONG = text('sys', 1500);
-const call = (id: string) => ({ id, type: 'function' as const, function: { name: 'read', arguments: '{"path":"a.ts"}' } });
 const TOOLS: OpenAI.ChatCompletionTool[] = [{ type: 'function', function: { name: 'read', parameters: { type: 'object', properties: { path: { type: 'string' } } } } }];
-/** An agent loop: system, task, two tool rounds, the newest tool results last. */
-const agentLoop = (): Messages => [
-  { role: 'system', content: LONG },
-  { role: 'user', content: 'fix the bug' },
-  { role: 'assistant', content: null, tool_calls: [call('c1')] },
-  { role: 'tool', tool_call_id: 'c1', content: 'file one' },
-  { role: 'assistant', content: null, tool_calls: [call('c2'), call('c3')] },
-  { role: 'tool', tool_call_id: 'c2', content: 'file two' },
-  { role: 'tool', tool_call_id: 'c3', content: 'file three' },
-];
 const SONNET = 'anthropic/claude-sonnet-4-5';
 const session = (id: string) => ({ headers: { 'X-Gateway-Session-Id': id } });
 
