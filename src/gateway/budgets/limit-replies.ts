@@ -11,8 +11,12 @@ import type { CounterSpec, CounterState } from './ledger.ts';
  * and when to retry.
  */
 
-/** Header suffix per kind. */
-const UNIT: Record<LimitKind, string> = { requests: 'requests', tokens: 'tokens', usd: 'usd' };
+/** Header names per kind: limit, remaining, reset. */
+const NAMES: Record<LimitKind, readonly [string, string, string]> = {
+  requests: ['x-ratelimit-limit-requests', 'x-ratelimit-remaining-requests', 'x-ratelimit-reset-requests'],
+  tokens: ['x-ratelimit-limit-tokens', 'x-ratelimit-remaining-tokens', 'x-ratelimit-reset-tokens'],
+  usd: ['x-ratelimit-limit-usd', 'x-ratelimit-remaining-usd', 'x-ratelimit-reset-usd'],
+};
 
 const whose = (counter: CounterSpec) => (counter.scope === 'key' ? 'this API key' : 'your tenant (all its API keys together)');
 
@@ -33,11 +37,11 @@ function remaining(counter: CounterSpec, state: CounterState): number {
 }
 
 function headersOf(counter: CounterSpec, state: CounterState, now: number, into: Record<string, string>): void {
-  const unit = UNIT[counter.kind];
+  const [limit, remainingName, reset] = NAMES[counter.kind];
   const left = remaining(counter, state);
-  into[`x-ratelimit-limit-${unit}`] = counter.kind === 'usd' ? formatUsd(counter.limit) : String(counter.limit);
-  into[`x-ratelimit-remaining-${unit}`] = counter.kind === 'usd' ? formatUsd(left) : String(left);
-  into[`x-ratelimit-reset-${unit}`] = resetText(counter.window.end - now);
+  into[limit] = counter.kind === 'usd' ? formatUsd(counter.limit) : String(counter.limit);
+  into[remainingName] = counter.kind === 'usd' ? formatUsd(left) : String(left);
+  into[reset] = resetText(counter.window.end - now);
 }
 
 /** The headers of an admitted call: per kind, the tighter of the key's and the tenant's counters (the one with less left). */

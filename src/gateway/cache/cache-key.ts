@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { ChatRequest } from '../providers/types.ts';
 import { canonicalJson } from './canonical-json.ts';
 
@@ -31,13 +31,5 @@ const IGNORED = new Set(['model', 'user', 'stream', 'stream_options', 'metadata'
 export function cacheKey(tenantId: string, target: string, body: ChatRequest): string {
   const fields: Record<string, unknown> = {};
   for (const name of Object.keys(body)) if (!IGNORED.has(name)) fields[name] = body[name];
-  return createHash('sha256')
-    .update(CACHE_KEY_VERSION)
-    .update('\0')
-    .update(tenantId)
-    .update('\0')
-    .update(target)
-    .update('\0')
-    .update(canonicalJson(fields))
-    .digest('base64url');
+  return hash('sha256', `${CACHE_KEY_VERSION}\0${tenantId}\0${target}\0${canonicalJson(fields)}`, 'base64url');
 }

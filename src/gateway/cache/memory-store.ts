@@ -1,78 +1,237 @@
 import type { Clock } from '../../platform/clock.ts';
 import type { AnswerStore } from './answer-store.ts';
 import type { CachedAnswer } from './cached-answer.ts';
+import { SlotTable } from './slot-table.ts';
 
-/** What an entry costs beyond its texts (the Map slot, the record, its usage object and short fields), roughly, in bytes. */
-const ENTRY_OVERHEAD = 256;
+/*
+ * A record in the ring, at any byte offset (DataView-free Buffer reads are
+ * unaligned-safe):
+ *   0  u32  the record's length in bytes, header included
+ *   4  u32  the key's length in bytes
+ *   8  f64  expiry, epoch ms
+ *  16  u32  the metadata's length in bytes
+ *  20  u8   flags: REFERENCED once read since it was written
+ *  21  u8   BODY_COMPLETION or BODY_CHUNKS
+ *  22  u16  unused
+ *  24  key (UTF-8), metadata (JSON: every field of the answer but its texts), then the body:
+ *      a completion's text to the record's end, or u32 count and per chunk u32 length + its text.
+ */
+const HEADER = 24;
+const REFERENCED = 1;
+const BODY_COMPLETION = 0;
+const BODY_CHUNKS = 1;
 
-/** An entry's size as counted against the bound: its texts (the answer's bulk) and a fixed overhead, without serializing it. */
-function weight(answer: CachedAnswer): number {
-  let bytes = ENTRY_OVERHEAD + answer.provider.length + answer.model.length + (answer.completion?.length ?? 0) + (answer.usageChunk?.length ?? 0);
-  if (answer.chunks) for (const chunk of answer.chunks) bytes += chunk.length + 3;
-  return bytes;
-}
-
-interface Slot {
-  answer: CachedAnswer;
-  bytes: number;
-  expiresAt: number;
-}
+type Meta = Omit<CachedAnswer, 'completion' | 'chunks'>;
 
 /**
- * The in-process store: least recently used entries go first once the
- * entries' sizes (the length of their texts plus a fixed overhead, about
- * their weight in memory) pass `maxBytes`; an entry is dropped when read after its TTL. A Map keeps
- * insertion order, so re-inserting on every hit makes its first key the
- * least recently used one.
+ * The in-process store: every answer serialized into one ring of
+ * `maxBytes` bytes outside the JavaScript heap, so that what the cache
+ * holds costs the garbage collector nothing and the process's memory is
+ * its bound, whatever the churn (kept as objects, every entry outlived the
+ * young generation and was later freed from the old one, which grew the
+ * heap several times past what it held). New entries are written at the
+ * head; when the ring is full the oldest go, except those read since they
+ * were written, which are moved to the head once (a second chance, CLOCK's
+ * approximation of least recently used). A table from 30 bits of the key
+ * (itself a SHA-256) to the record's offset finds an entry; the full key
+ * stored in the record is compared, so two keys sharing those bits cost
+ * one of them its entry, never a wrong answer. An expired entry is a miss
+ * at once and its space goes when the ring comes round. The ring is
+ * allocated at the first store and its pages are committed as they are
+ * first written, so an idle or small cache costs what it holds.
  */
 export class MemoryAnswerStore implements AnswerStore {
-  readonly #slots = new Map<string, Slot>();
+  readonly #index = new SlotTable();
   readonly #clock: Clock;
-  readonly #maxBytes: number;
+  readonly #capacity: number;
   readonly #maxEntryBytes: number;
+  #ring: Buffer | undefined;
+  /** Next write offset. */
+  #head = 0;
+  /** Offset of the oldest record still in the ring (reachable or not). */
+  #tail = 0;
+  /** Where the records end before the head wrapped to 0, while the live region is split. */
+  #wrapEnd = 0;
+  #wrapped = false;
+  /** Records in the ring, reachable or superseded. */
+  #records = 0;
+  /** Bytes of the records the index reaches. */
   #bytes = 0;
 
   constructor(options: { clock: Clock; maxBytes: number; maxEntryBytes: number }) {
     this.#clock = options.clock;
-    this.#maxBytes = options.maxBytes;
+    this.#capacity = options.maxBytes;
     this.#maxEntryBytes = options.maxEntryBytes;
   }
 
-  /** Bytes held now (for metrics and tests). */
+  /** Bytes of the entries that can still be read (for metrics and tests); the ring's footprint is at most maxBytes. */
   get bytes(): number {
     return this.#bytes;
   }
 
+  /** Entries that can still be read. */
   get size(): number {
-    return this.#slots.size;
+    return this.#index.size;
   }
 
   async get(_tenantId: string, key: string): Promise<CachedAnswer | undefined> {
-    const slot = this.#slots.get(key);
-    if (slot === undefined) return undefined;
-    this.#slots.delete(key);
-    if (slot.expiresAt <= this.#clock.now()) {
-      this.#bytes -= slot.bytes;
+    const ring = this.#ring;
+    const slot = slotOf(key);
+    const at = this.#index.get(slot);
+    if (ring === undefined || at === -1) return undefined;
+    const keyBytes = ring.readUInt32LE(at + 4);
+    if (ring.toString('utf8', at + HEADER, at + HEADER + keyBytes) !== key) return undefined;
+    if (ring.readDoubleLE(at + 8) <= this.#clock.now()) {
+      this.#forget(slot, at);
       return undefined;
     }
-    this.#slots.set(key, slot);
-    return slot.answer;
+    ring[at + 20] = ring[at + 20]! | REFERENCED;
+    return decode(ring, at, keyBytes);
   }
 
   async set(_tenantId: string, key: string, answer: CachedAnswer, ttlMs: number, maxEntryBytes = this.#maxEntryBytes): Promise<void> {
-    const bytes = weight(answer);
-    if (bytes > Math.min(maxEntryBytes, this.#maxEntryBytes) || bytes > this.#maxBytes) return;
-    const old = this.#slots.get(key);
-    if (old) {
-      this.#slots.delete(key);
-      this.#bytes -= old.bytes;
-    }
-    this.#slots.set(key, { answer, bytes, expiresAt: this.#clock.now() + ttlMs });
-    this.#bytes += bytes;
-    for (const [oldest, slot] of this.#slots) {
-      if (this.#bytes <= this.#maxBytes) break;
-      this.#slots.delete(oldest);
-      this.#bytes -= slot.bytes;
+    const { completion, chunks, ...fields } = answer;
+    const meta = JSON.stringify(fields satisfies Meta);
+    const keyBytes = Buffer.byteLength(key);
+    const metaBytes = Buffer.byteLength(meta);
+    let size = HEADER + keyBytes + metaBytes;
+    if (chunks !== undefined) {
+      size += 4;
+      for (const chunk of chunks) size += 4 + Buffer.byteLength(chunk);
+    } else size += Buffer.byteLength(completion ?? '');
+    if (size > Math.min(maxEntryBytes, this.#maxEntryBytes) || size > this.#capacity) return;
+    this.#ring ??= Buffer.allocUnsafeSlow(this.#capacity);
+    const ring = this.#ring;
+    // An earlier answer to the same request is superseded now, so that it is not kept as a second chance below.
+    const slot = slotOf(key);
+    const old = this.#index.get(slot);
+    if (old !== -1) this.#forget(slot, old);
+    const at = this.#place(size);
+    ring.writeUInt32LE(size, at);
+    ring.writeUInt32LE(keyBytes, at + 4);
+    ring.writeDoubleLE(this.#clock.now() + ttlMs, at + 8);
+    ring.writeUInt32LE(metaBytes, at + 16);
+    ring[at + 20] = 0;
+    ring[at + 21] = chunks !== undefined ? BODY_CHUNKS : BODY_COMPLETION;
+    let p = at + HEADER;
+    p += ring.write(key, p, 'utf8');
+    p += ring.write(meta, p, 'utf8');
+    if (chunks !== undefined) {
+      ring.writeUInt32LE(chunks.length, p);
+      p += 4;
+      for (const chunk of chunks) {
+        const n = ring.write(chunk, p + 4, 'utf8');
+        ring.writeUInt32LE(n, p);
+        p += 4 + n;
+      }
+    } else ring.write(completion ?? '', p, 'utf8');
+    this.#point(slot, at, size);
+  }
+
+  /** Points the slot at the record at `at` (a record that shared the slot is no longer reachable). */
+  #point(slot: number, at: number, size: number): void {
+    const old = this.#index.get(slot);
+    if (old !== -1) this.#bytes -= this.#ring!.readUInt32LE(old);
+    this.#index.set(slot, at);
+    this.#bytes += size;
+  }
+
+  #forget(slot: number, at: number): void {
+    this.#index.delete(slot);
+    this.#bytes -= this.#ring!.readUInt32LE(at);
+  }
+
+  /**
+   * An offset with `size` free bytes at the head (size <= capacity),
+   * freeing the oldest records as needed. An oldest record read since it
+   * was written is moved to the head instead, unmarked, before the new
+   * record is placed: it then ranks just below it, as in a least recently
+   * used list, and is freed if room is still short when its turn comes again.
+   */
+  #place(size: number): number {
+    const moving: Buffer[] = [];
+    for (;;) {
+      const next = moving[0];
+      const need = next?.length ?? size;
+      if (this.#records === 0) {
+        this.#head = this.#tail = 0;
+        this.#wrapped = false;
+      }
+      let fits = false;
+      if (!this.#wrapped) {
+        if (this.#capacity - this.#head >= need) fits = true;
+        else if (this.#tail >= need) {
+          this.#wrapEnd = this.#head;
+          this.#head = 0;
+          this.#wrapped = true;
+          fits = true;
+        }
+      } else fits = this.#tail - this.#head >= need;
+      if (!fits) {
+        const moved = this.#dropOldest();
+        if (moved) moving.push(moved);
+        continue;
+      }
+      const at = this.#head;
+      this.#head += need;
+      this.#records++;
+      if (next === undefined) return at;
+      moving.shift();
+      next.copy(this.#ring!, at);
+      this.#ring![at + 20] = 0;
+      this.#point(slotOf(this.#ring!.toString('utf8', at + HEADER, at + HEADER + next.readUInt32LE(4))), at, need);
     }
   }
+
+  /** Removes the oldest record; a reachable one read since it was written comes back as a copy, to be moved to the head. */
+  #dropOldest(): Buffer | undefined {
+    const ring = this.#ring!;
+    const at = this.#tail;
+    const size = ring.readUInt32LE(at);
+    const keyBytes = ring.readUInt32LE(at + 4);
+    const slot = slotOf(ring.toString('utf8', at + HEADER, at + HEADER + keyBytes));
+    let moved: Buffer | undefined;
+    if (this.#index.get(slot) === at) {
+      if ((ring[at + 20]! & REFERENCED) !== 0 && ring.readDoubleLE(at + 8) > this.#clock.now()) moved = Buffer.from(ring.subarray(at, at + size));
+      this.#forget(slot, at);
+    }
+    this.#tail += size;
+    this.#records--;
+    if (this.#wrapped && this.#tail === this.#wrapEnd) {
+      this.#tail = 0;
+      this.#wrapped = false;
+    }
+    return moved;
+  }
+}
+
+/** 30 bits of a key (a digest, so any bits will do) as a small integer, the index's own key. */
+function slotOf(key: string): number {
+  let slot = 0;
+  for (let i = 0; i < key.length; i++) slot = (Math.imul(slot, 31) + key.charCodeAt(i)) | 0;
+  return slot & 0x3fffffff;
+}
+
+function decode(ring: Buffer, at: number, keyBytes: number): CachedAnswer {
+  const end = at + ring.readUInt32LE(at);
+  const metaAt = at + HEADER + keyBytes;
+  const bodyAt = metaAt + ring.readUInt32LE(at + 16);
+  const meta = JSON.parse(ring.toString('utf8', metaAt, bodyAt)) as Meta;
+  // One shape whatever JSON left out (undefined fields).
+  const answer: CachedAnswer = { v: 1, provider: meta.provider, model: meta.model, createdAt: meta.createdAt, usage: meta.usage, costUsd: meta.costUsd };
+  if (meta.usageChunk !== undefined) answer.usageChunk = meta.usageChunk;
+  if (ring[at + 21] === BODY_COMPLETION) {
+    answer.completion = ring.toString('utf8', bodyAt, end);
+    return answer;
+  }
+  const count = ring.readUInt32LE(bodyAt);
+  const chunks = new Array<string>(count);
+  let p = bodyAt + 4;
+  for (let i = 0; i < count; i++) {
+    const n = ring.readUInt32LE(p);
+    chunks[i] = ring.toString('utf8', p + 4, p + 4 + n);
+    p += 4 + n;
+  }
+  answer.chunks = chunks;
+  return answer;
 }

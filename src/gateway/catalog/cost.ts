@@ -23,6 +23,10 @@ export function costUsd(usage: TokenUsage, entry: CatalogModel | undefined): num
 /** A cost as a header or log value: plain decimal, at most 10 places, no exponent (a saving can be negative: a cache write's premium). */
 export function formatUsd(usd: number | undefined): string {
   if (usd === undefined) return 'unknown';
-  const text = usd.toFixed(10).replace(/\.?0+$/, '');
-  return text === '' || text === '-0' ? '0' : text;
+  const fixed = usd.toFixed(10);
+  let end = fixed.length;
+  while (fixed.charCodeAt(end - 1) === 48 /* 0 */) end--;
+  if (fixed.charCodeAt(end - 1) === 46 /* . */) end--;
+  const text = fixed.slice(0, end);
+  return text === '-0' ? '0' : text;
 }

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { countPromptTokens } from '../tokens.ts';
 
 /** countPromptTokens' framing for the reply, counted once per prompt. */
@@ -43,7 +43,7 @@ export class PromptTokenCounter {
 
   #cached(json: string, count: () => number): number {
     if (json.length < CACHE_FROM) return count();
-    const key = createHash('sha256').update(json).digest('base64');
+    const key = hash('sha256', json, 'base64');
     const known = this.#counts.get(key);
     if (known !== undefined) {
       this.#counts.delete(key);

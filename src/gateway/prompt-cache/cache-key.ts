@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 /**
  * The `prompt_cache_key` the gateway sends when the client set none: a hash
@@ -10,10 +10,5 @@ import { createHash } from 'node:crypto';
  * key per tenant. 32 base64url characters (192 bits).
  */
 export function promptCacheKey(tenantId: string, sessionId: string | undefined): string {
-  return `gw-${createHash('sha256')
-    .update(tenantId)
-    .update('\0')
-    .update(sessionId ?? '')
-    .digest('base64url')
-    .slice(0, 32)}`;
+  return `gw-${hash('sha256', `${tenantId}\0${sessionId ?? ''}`, 'base64url').slice(0, 32)}`;
 }

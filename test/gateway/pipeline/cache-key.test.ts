@@ -144,10 +144,15 @@ describe('answer shapes', () => {
 
 describe('in-memory store', () => {
   const answer = (text: string): CachedAnswer => ({ v: 1, provider: 'openai', model: 'm', createdAt: 0, usage: undefined, costUsd: 0, completion: text });
-  const size = (a: CachedAnswer) => JSON.stringify(a).length + 256;
+  /** The bytes one entry takes in the ring (its record), read off a store holding only it. */
+  async function recordSize(a: CachedAnswer, key = 'a'): Promise<number> {
+    const store = new MemoryAnswerStore({ clock: new ManualClock(), maxBytes: 1e6, maxEntryBytes: 1e6 });
+    await store.set('t', key, a, 60_000);
+    return store.bytes;
+  }
 
   test('bounded by bytes: the least recently used entries go first', async () => {
-    const one = size(answer('x'.repeat(100)));
+    const one = await recordSize(answer('x'.repeat(100)));
     const store = new MemoryAnswerStore({ clock: new ManualClock(), maxBytes: 3 * one, maxEntryBytes: 10_000 });
     for (const k of ['a', 'b', 'c']) await store.set('t', k, answer('x'.repeat(100)), 60_000);
     assert.ok(await store.get('t', 'a'), 'a is now the most recently used');
@@ -171,6 +176,78 @@ describe('in-memory store', () => {
     clock.advance(1);
     assert.equal(await store.get('t', 'k'), undefined);
     assert.equal(store.bytes, 0);
+  });
+
+  test('an answer comes back as stored: completion or chunks, any text, every field', async () => {
+    const store = new MemoryAnswerStore({ clock: new ManualClock(), maxBytes: 1e6, maxEntryBytes: 1e6 });
+    const streamed: CachedAnswer = {
+      v: 1,
+      provider: 'anthropic',
+      model: 'claude-x',
+      createdAt: 1234,
+      usage: { promptTokens: 5, completionTokens: 7, cachedTokens: 2 } as CachedAnswer['usage'],
+      costUsd: 0.000125,
+      chunks: ['{"a":"é 😀 \\u0000"}', '', 'ﻼ\u200f\n'],
+      usageChunk: '{"usage":{}}',
+    };
+    await store.set('t', 'k1', streamed, 60_000);
+    await store.set('t', 'k2', answer('{"x":"\u0000 \u{1F600} é"}'), 60_000);
+    assert.deepEqual(await store.get('t', 'k1'), streamed);
+    assert.deepEqual(await store.get('t', 'k2'), answer('{"x":"\u0000 \u{1F600} é"}'));
+  });
+
+  test('whatever the sequence of stores and reads, a read answers the last answer kept under its key or nothing, the newest entry is kept, and the bound holds (property)', async () => {
+    const text = fc.oneof(fc.string({ maxLength: 300 }), fc.string({ unit: 'grapheme', maxLength: 80 }));
+    const op = fc.oneof(
+      fc.record({ kind: fc.constant('set' as const), key: fc.integer({ min: 0, max: 12 }), texts: fc.option(fc.array(text, { maxLength: 6 }), { nil: undefined }), body: text, ttl: fc.integer({ min: 1, max: 50 }) }),
+      fc.record({ kind: fc.constant('get' as const), key: fc.integer({ min: 0, max: 12 }) }),
+      fc.record({ kind: fc.constant('tick' as const), ms: fc.integer({ min: 1, max: 20 }) }),
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 200, max: 5000 }), fc.array(op, { maxLength: 120 }), async (capacity, ops) => {
+        const clock = new ManualClock();
+        const store = new MemoryAnswerStore({ clock, maxBytes: capacity, maxEntryBytes: capacity });
+        const last = new Map<string, { answer: CachedAnswer; expiresAt: number }>();
+        let serial = 0;
+        for (const o of ops) {
+          if (o.kind === 'tick') {
+            clock.advance(o.ms);
+            continue;
+          }
+          const key = `key-${o.key}`;
+          if (o.kind === 'set') {
+            const base = { v: 1 as const, provider: 'p', model: `m${serial++}`, createdAt: clock.now(), usage: undefined, costUsd: undefined };
+            const a: CachedAnswer = o.texts ? { ...base, chunks: o.texts, usageChunk: o.body } : { ...base, completion: o.body };
+            await store.set('t', key, a, o.ttl);
+            // One too large for the ring is not kept, and an earlier answer to the same request may still be read.
+            if ((await recordSize(a, key)) <= capacity) {
+              last.set(key, { answer: a, expiresAt: clock.now() + o.ttl });
+              assert.deepEqual(await store.get('t', key), a, 'the newest entry is kept when it fits');
+            }
+          } else {
+            const got = await store.get('t', key);
+            const expected = last.get(key);
+            if (got !== undefined) {
+              assert.ok(expected && expected.expiresAt > clock.now(), 'never an expired answer');
+              assert.deepEqual(got, expected.answer);
+            }
+          }
+          assert.ok(store.bytes <= capacity);
+        }
+      }),
+      { numRuns: 300, seed: 20261125 },
+    );
+  });
+
+  test('the ring goes round many times with entries of every size: memory stays at the bound, reads stay right', async () => {
+    const store = new MemoryAnswerStore({ clock: new ManualClock(), maxBytes: 64 * 1024, maxEntryBytes: 64 * 1024 });
+    for (let i = 0; i < 20_000; i++) {
+      await store.set('t', `k${i}`, answer('y'.repeat((i * 7919) % 3000)), 60_000);
+      if (i % 3 === 0) await store.get('t', `k${i - 1}`);
+    }
+    assert.ok(store.bytes <= 64 * 1024 && store.bytes > 32 * 1024, `held ${store.bytes} bytes`);
+    const newest = await store.get('t', 'k19999');
+    assert.equal(newest?.completion, 'y'.repeat((19_999 * 7919) % 3000));
   });
 });
 
