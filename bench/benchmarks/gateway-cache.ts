@@ -15,7 +15,7 @@ import type { Row } from '../lib/report.ts';
  *    the same request again and again (every request after the first a
  *    hit) against a request made unique by a counter in its message
  *    (every one a miss: key, lookup, the upstream call through a flight,
- *    the answer stored; the LRU fills up to its bound meanwhile) and
+ *    the answer stored; the ring fills up to its bound meanwhile) and
  *    against X-Gateway-No-Cache (what the miss path costs), each at 50
  *    connections, in 3 s slices hit, miss, bypass, bypass, miss, hit after
  *    1 s of warm-up; throughput, latency and the gateway's RSS;
@@ -145,7 +145,7 @@ export async function gatewayCache(): Promise<{ rows: Row[]; details: string[]; 
           benchmark: 'cache RSS, this gateway',
           measured: `RSS idle ${fmt(rss.idle)}, peak ${fmt(rss.peak)}, after ${fmt(rss.after)} MiB; live heap after GC ${fmt(rss.heapAfter)} MiB`,
           baseline: `live heap after GC when idle ${fmt(rss.heapIdle)} MiB`,
-          result: `heap +${fmt(rss.heapAfter - rss.heapIdle)} MiB (the LRU's bound: 64 MiB)`,
+          result: `heap +${fmt(rss.heapAfter - rss.heapIdle)} MiB, RSS +${fmt(rss.after - rss.idle)} MiB (the ring, outside the heap: 64 MiB)`,
           ...info,
         },
       );
@@ -180,7 +180,7 @@ export async function gatewayCache(): Promise<{ rows: Row[]; details: string[]; 
     await slowFake.close();
   }
   details.push(
-    `Cache benchmark (bench/benchmarks/gateway-cache.ts): this gateway (SQLite, in-memory LRU at its default 64 MiB bound) on a fake answering at once; hits repeat one request, misses carry a counter in the message so that each is new (each is stored, filling the LRU); ${SLICE_S} s slices hit, miss, bypass (X-Gateway-No-Cache: the pipeline without cache and dedup), bypass, miss, hit at ${CONNECTIONS} connections after ${WARMUP_S} s of warm-up each. ` +
+    `Cache benchmark (bench/benchmarks/gateway-cache.ts): this gateway (SQLite, the in-memory ring at its default 64 MiB) on a fake answering at once; hits repeat one request, misses carry a counter in the message so that each is new (each is stored, filling the ring); ${SLICE_S} s slices hit, miss, bypass (X-Gateway-No-Cache: the pipeline without cache and dedup), bypass, miss, hit at ${CONNECTIONS} connections after ${WARMUP_S} s of warm-up each. ` +
       `Dedup: ${CONCURRENT} identical requests sent at once to a fake answering after ${UPSTREAM_MS} ms (in the bench process, which counts the upstream calls), then the same ${CONCURRENT} with X-Gateway-No-Cache: true; latency is each client's, from send to the end of the body.`,
   );
   return { rows: rows.map((r) => ({ id: '7', ...r })), details, raw: { cache: raw } };
