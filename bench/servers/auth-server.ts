@@ -52,7 +52,7 @@ const mail = await deps.db
   .where('recipient', '=', email)
   .where('kind', '=', 'verify_email')
   .executeTakeFirstOrThrow();
-const text = openBody(config.encryptionKey, mail.id, 'text', mail.text_body);
+const text = openBody([config.encryptionKey], mail.id, 'text', mail.text_body);
 const token = /[?&]token=([^\s&]+)/.exec(text)?.[1];
 if (!token) throw new Error(`no verification link in: ${text}`);
 await verifyEmail(deps, decodeURIComponent(token));

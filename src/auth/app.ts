@@ -37,7 +37,7 @@ export async function buildAuthApp(deps: AuthDeps): Promise<App> {
   const oauth = oauthDeps(deps);
   if (oauth?.oauth.publicEndpoints) await app.register(oauthScope, { deps: oauth, cors: true });
   await app.register(async (scope) => {
-    scope.addHook('onRequest', requireApiKey(deps.config.apiKey));
+    scope.addHook('onRequest', requireApiKey([deps.config.apiKey, ...deps.config.previousApiKeys]));
     await scope.register(accountRoutes, deps);
     await scope.register(passwordRoutes, deps);
     await scope.register(tokenRoutes, deps);
@@ -69,6 +69,6 @@ function oauthDeps(deps: AuthDeps): OAuthDeps | undefined {
 async function oauthScope(app: App, opts: { deps: OAuthDeps; cors: boolean }): Promise<void> {
   acceptFormBodies(app);
   useErrorFormat(app, 'oauth', { mapError: oauthErrorProblem });
-  await app.register(oauthEndpoints, { deps: opts.deps, cors: opts.cors, apiKey: opts.deps.config.apiKey });
+  await app.register(oauthEndpoints, { deps: opts.deps, cors: opts.cors, apiKeys: [opts.deps.config.apiKey, ...opts.deps.config.previousApiKeys] });
   await app.register(oauthPages, opts.deps);
 }

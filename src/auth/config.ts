@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { devSecret, EnvReader, parseKey, type RateSetting } from '../platform/config.ts';
+import { devSecret, EnvReader, parseKey, parsePreviousKeys, type RateSetting } from '../platform/config.ts';
 import { readSharedSettings, type SharedSettings } from '../platform/settings.ts';
 import { parseTrustProxy, type TrustProxy } from '../platform/trust-proxy.ts';
 import { redirectUriProblem } from './oauth/redirect-uris.ts';
@@ -14,8 +14,12 @@ export interface AuthConfig extends SharedSettings {
   apiKey: string;
   /** True when the API key was generated into DATA_DIR (development). */
   apiKeyGenerated: boolean;
+  /** AUTH_API_KEY_PREVIOUS: keys still accepted as X-Api-Key while callers move to AUTH_API_KEY. */
+  previousApiKeys: string[];
   /** AES-256-GCM key sealing email bodies in the outbox (AUTH_ENCRYPTION_KEY; generated into DATA_DIR in development). */
   encryptionKey: Buffer;
+  /** AUTH_ENCRYPTION_KEY_PREVIOUS: keys being retired; outbox bodies they sealed still open, until `npm run rotate-keys` reseals them. */
+  previousEncryptionKeys: Buffer[];
   /** Template with `{token}`; undefined: the service's own /verify page. */
   verifyUrl: string | undefined;
   /** Template with `{token}`; undefined: the service's own /reset-password page. */
@@ -82,6 +86,15 @@ export function loadAuthConfig(env: Record<string, string | undefined> = process
     apiKey = r.require('AUTH_API_KEY', `${why} (every request but /healthz must carry it as X-Api-Key)`);
     if (apiKey && apiKey.length < 32) r.problems.push('AUTH_API_KEY must be at least 32 characters');
   }
+  // Rotation without downtime: the old key stays accepted while the callers move to the new one (docs/operations.md).
+  const previousApiKeys = (r.string('AUTH_API_KEY_PREVIOUS') ?? '')
+    .split(',')
+    .map((k) => k.trim())
+    .filter((k) => k !== '');
+  for (const k of previousApiKeys) {
+    if (k.length < 32) r.problems.push('AUTH_API_KEY_PREVIOUS must hold keys of at least 32 characters, separated by commas');
+    if (k === apiKey) r.problems.push('AUTH_API_KEY_PREVIOUS holds the same key as AUTH_API_KEY: set AUTH_API_KEY to the new key and AUTH_API_KEY_PREVIOUS to the old one');
+  }
   const encryptionKeyText = production
     ? r.require('AUTH_ENCRYPTION_KEY', `${why} (it seals email bodies in the outbox, which hold live verification links)`)
     : r.string('AUTH_ENCRYPTION_KEY');
@@ -89,6 +102,7 @@ export function loadAuthConfig(env: Record<string, string | undefined> = process
   if (encryptionKeyText && !encryptionKey) {
     r.problems.push('AUTH_ENCRYPTION_KEY must be 32 bytes written as 64 hex digits or 43 base64url characters (e.g. `openssl rand -hex 32`)');
   }
+  const previousEncryptionKeys = parsePreviousKeys(r, 'AUTH_ENCRYPTION_KEY', encryptionKey);
   const baseUrl = production ? r.url('AUTH_BASE_URL') : r.url('AUTH_BASE_URL', `http://localhost:${port}`);
   if (production && !baseUrl) r.problems.push(`AUTH_BASE_URL is required ${why} (the public URL used in emails)`);
   const verifyUrl = r.string('AUTH_VERIFY_URL');
@@ -109,7 +123,9 @@ export function loadAuthConfig(env: Record<string, string | undefined> = process
     sqlitePath: join(dataDir, 'auth.sqlite'),
     apiKey: apiKey ?? '',
     apiKeyGenerated,
+    previousApiKeys,
     encryptionKey: encryptionKey ?? Buffer.alloc(0),
+    previousEncryptionKeys,
     verifyUrl,
     resetUrl,
     bcryptCost,

@@ -1,3 +1,4 @@
+import { resealOutbox, rotateIn } from '../platform/key-rotation.ts';
 import { type ConfiguredService, runServices, type ServiceEntry } from '../platform/service-entry.ts';
 import { type AuthConfig, loadAuthConfig } from './config.ts';
 import { authMigrations } from './migrations.ts';
@@ -16,6 +17,10 @@ export const authService: ServiceEntry = {
         const service = await startAuth(config);
         return { name: 'auth', url: config.baseUrl, close: () => service.close() };
       },
+      rotateKeys: () =>
+        rotateIn({ url: config.databaseUrl, sqlitePath: config.sqlitePath }, authMigrations, async (db) => [
+          await resealOutbox(db, config.encryptionKey, config.previousEncryptionKeys, 'auth outbox (AUTH_ENCRYPTION_KEY)'),
+        ]),
     };
   },
 };

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { devSecret, EnvReader, parseKey, type RateSetting } from '../platform/config.ts';
+import { devSecret, EnvReader, parseKey, parsePreviousKeys, type RateSetting } from '../platform/config.ts';
 import { readSharedSettings, type SharedSettings } from '../platform/settings.ts';
 import { parseTrustProxy, type TrustProxy } from '../platform/trust-proxy.ts';
 import { COMPACT_MODE_TEXT, type CompactMode, parseCompactMode } from './compaction/mode.ts';
@@ -21,6 +21,8 @@ export interface GatewayConfig extends SharedSettings {
   sqlitePath: string;
   /** AES-256-GCM key sealing provider keys (and outbox bodies) at rest. */
   encryptionKey: Buffer;
+  /** GATEWAY_ENCRYPTION_KEY_PREVIOUS: keys being retired; what they sealed still opens, until `npm run rotate-keys` reseals it. */
+  previousEncryptionKeys: Buffer[];
   signup: SignupMode;
   /** Required when signup is `token`: POST /api/v1/signup must carry it as `Authorization: Bearer`… see docs/configuration.md. */
   adminToken: string | undefined;
@@ -104,6 +106,7 @@ export function loadGatewayConfig(env: Record<string, string | undefined> = proc
   if (encryptionKeyText && !encryptionKey) {
     r.problems.push('GATEWAY_ENCRYPTION_KEY must be 32 bytes written as 64 hex digits or 43 base64url characters (e.g. `openssl rand -hex 32`)');
   }
+  const previousEncryptionKeys = parsePreviousKeys(r, 'GATEWAY_ENCRYPTION_KEY', encryptionKey);
   const baseUrl = production ? r.url('GATEWAY_BASE_URL') : r.url('GATEWAY_BASE_URL', `http://localhost:${port}`);
   if (production && !baseUrl) r.problems.push(`GATEWAY_BASE_URL is required ${why} (the public URL used in sign-in links)`);
 
@@ -129,6 +132,7 @@ export function loadGatewayConfig(env: Record<string, string | undefined> = proc
     databaseUrl: r.string('GATEWAY_DATABASE_URL'),
     sqlitePath: join(dataDir, 'gateway.sqlite'),
     encryptionKey: encryptionKey ?? Buffer.alloc(0),
+    previousEncryptionKeys,
     signup,
     adminToken,
     magicLinkUrl,

@@ -1,6 +1,9 @@
+import { resealOutbox, rotateIn } from '../platform/key-rotation.ts';
 import { type ConfiguredService, runServices, type ServiceEntry } from '../platform/service-entry.ts';
 import { type GatewayConfig, loadGatewayConfig } from './config.ts';
 import { gatewayMigrations } from './migrations.ts';
+import { resealProviderKeys } from './provider-keys.ts';
+import type { GatewayDb } from './schema.ts';
 import { createGatewayService, type GatewayService } from './service.ts';
 import { privateUpstreamsWarning } from './upstream-policy.ts';
 
@@ -17,6 +20,11 @@ export const gatewayService: ServiceEntry = {
         const service = await startGateway(config);
         return { name: 'gateway', url: config.baseUrl, close: () => service.close() };
       },
+      rotateKeys: () =>
+        rotateIn({ url: config.databaseUrl, sqlitePath: config.sqlitePath }, gatewayMigrations, async (db) => [
+          await resealProviderKeys(db as GatewayDb, config.encryptionKey, config.previousEncryptionKeys),
+          await resealOutbox(db, config.encryptionKey, config.previousEncryptionKeys, 'gateway outbox (GATEWAY_ENCRYPTION_KEY)'),
+        ]),
     };
   },
 };

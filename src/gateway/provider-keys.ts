@@ -1,4 +1,5 @@
-import { decrypt, encrypt } from '../platform/crypto.ts';
+import { decryptWithAny, encrypt } from '../platform/crypto.ts';
+import type { RotationCount } from '../platform/key-rotation.ts';
 import { fieldProblem, HttpProblem } from '../platform/errors.ts';
 import { checkUpstreamUrl, type UpstreamRefusalCode } from '../platform/safe-connect.ts';
 import type { LookupFn } from '../platform/safe-fetch.ts';
@@ -107,31 +108,83 @@ export interface ProviderCredentials {
 }
 
 /**
- * The data plane's read side: every provider key of a tenant, opened. A key
- * that does not open (GATEWAY_ENCRYPTION_KEY changed, or a row tampered
- * with) or whose provider left the registry is left out and reported
- * through `onUnreadable`, so one bad row does not take the tenant's other
+ * The data plane's read side: every provider key of a tenant, opened with
+ * the first of `keys` that opens it (GATEWAY_ENCRYPTION_KEY, then any
+ * being retired: GATEWAY_ENCRYPTION_KEY_PREVIOUS). A key that opens with
+ * none (the key changed without a rotation, or a row tampered with) or
+ * whose provider left the registry is left out and reported through
+ * `onUnreadable`, so one bad row does not take the tenant's other
  * providers down.
  */
 export async function loadProviderKeys(
   db: GatewayDb,
-  key: Buffer,
+  keys: readonly Buffer[],
   tenantId: string,
   onUnreadable: (provider: string) => void = () => {},
 ): Promise<Map<string, ProviderCredentials>> {
   const rows = await db.selectFrom('provider_keys').select(['provider', 'key_sealed', 'base_url']).where('tenant_id', '=', tenantId).execute();
-  const keys = new Map<string, ProviderCredentials>();
+  const opened = new Map<string, ProviderCredentials>();
   for (const row of rows) {
     const baseUrl = row.base_url ?? findProvider(row.provider)?.baseUrl;
     let apiKey: string;
     try {
-      apiKey = decrypt(key, row.key_sealed, providerKeyAad(tenantId, row.provider));
+      apiKey = decryptWithAny(keys, row.key_sealed, providerKeyAad(tenantId, row.provider)).plaintext;
     } catch {
       onUnreadable(row.provider);
       continue;
     }
     if (baseUrl === undefined) onUnreadable(row.provider);
-    else keys.set(row.provider, { apiKey, baseUrl });
+    else opened.set(row.provider, { apiKey, baseUrl });
   }
-  return keys;
+  return opened;
+}
+
+/**
+ * `npm run rotate-keys`: every stored provider key that a retired key
+ * sealed, sealed again under `key`, page by page. A row is updated only if
+ * it still holds what was read (compare and set): a key a tenant replaced
+ * meanwhile was sealed under the current key already. A row that opens
+ * with no key is left as it is and named (tenant and provider, never the
+ * key).
+ */
+export async function resealProviderKeys(db: GatewayDb, key: Buffer, retired: readonly Buffer[]): Promise<RotationCount> {
+  const count: RotationCount = { what: 'gateway provider keys', resealed: 0, current: 0, unreadable: [] };
+  const keys = [key, ...retired];
+  let after = { tenant: '', provider: '' };
+  for (;;) {
+    const rows = await db
+      .selectFrom('provider_keys')
+      .select(['tenant_id', 'provider', 'key_sealed'])
+      .where((eb) => eb.or([eb('tenant_id', '>', after.tenant), eb.and([eb('tenant_id', '=', after.tenant), eb('provider', '>', after.provider)])]))
+      .orderBy('tenant_id')
+      .orderBy('provider')
+      .limit(500)
+      .execute();
+    if (rows.length === 0) return count;
+    const last = rows.at(-1)!;
+    after = { tenant: last.tenant_id, provider: last.provider };
+    for (const row of rows) {
+      const aad = providerKeyAad(row.tenant_id, row.provider);
+      let opened: { plaintext: string; keyIndex: number };
+      try {
+        opened = decryptWithAny(keys, row.key_sealed, aad);
+      } catch {
+        count.unreadable.push(`tenant ${row.tenant_id} provider ${row.provider}`);
+        continue;
+      }
+      if (opened.keyIndex === 0) {
+        count.current++;
+        continue;
+      }
+      const updated = await db
+        .updateTable('provider_keys')
+        .set({ key_sealed: encrypt(key, opened.plaintext, aad) })
+        .where('tenant_id', '=', row.tenant_id)
+        .where('provider', '=', row.provider)
+        .where('key_sealed', '=', row.key_sealed)
+        .executeTakeFirst();
+      if (Number(updated.numUpdatedRows) === 1) count.resealed++;
+      else count.current++;
+    }
+  }
 }

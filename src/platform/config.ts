@@ -114,3 +114,21 @@ export function parseKey(text: string): Buffer | undefined {
   if (/^[A-Za-z0-9_-]{43}=?$/.test(text)) return Buffer.from(text, 'base64url');
   return undefined;
 }
+
+/**
+ * Keys being retired, from `NAME_PREVIOUS` (one key, or several separated by
+ * commas, each written as `parseKey` reads it): still accepted for opening
+ * what they sealed while a rotation runs, never used to seal.
+ */
+export function parsePreviousKeys(r: { string(name: string): string | undefined; problems: string[] }, name: string, current: Buffer | undefined): Buffer[] {
+  const text = r.string(`${name}_PREVIOUS`);
+  if (!text) return [];
+  const keys: Buffer[] = [];
+  for (const part of text.split(',')) {
+    const key = parseKey(part.trim());
+    if (!key) r.problems.push(`${name}_PREVIOUS must be keys of 32 bytes, each written as 64 hex digits or 43 base64url characters, separated by commas`);
+    else if (current?.equals(key)) r.problems.push(`${name}_PREVIOUS holds the same key as ${name}: set ${name} to the new key and ${name}_PREVIOUS to the old one`);
+    else keys.push(key);
+  }
+  return keys;
+}

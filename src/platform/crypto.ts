@@ -46,6 +46,22 @@ export function decrypt(key: Buffer, sealed: string, associatedData?: string): s
   return Buffer.concat([decipher.update(raw.subarray(IV_BYTES + TAG_BYTES)), decipher.final()]).toString('utf8');
 }
 
+/**
+ * Opens `sealed` with the first of `keys` that opens it (the current key,
+ * then the ones being retired); `keyIndex` tells which did. Throws when
+ * none does.
+ */
+export function decryptWithAny(keys: readonly Buffer[], sealed: string, associatedData?: string): { plaintext: string; keyIndex: number } {
+  for (let i = 0; i < keys.length; i++) {
+    try {
+      return { plaintext: decrypt(keys[i]!, sealed, associatedData), keyIndex: i };
+    } catch {
+      // the next key, if any
+    }
+  }
+  throw new Error('no key opens this ciphertext');
+}
+
 /** Random bytes for uuidV7, drawn from the CSPRNG a few thousand ids at a time (one call per id would cost more than the id). */
 const pool = Buffer.alloc(10 * 4096);
 let poolAt = pool.length;

@@ -112,14 +112,28 @@ export async function createHttpApp(options: AppOptions): Promise<App> {
   return app as unknown as App;
 }
 
-/** An onRequest hook that admits only requests carrying the API key (constant-time compare). */
-export function requireApiKey(expected: string) {
-  const expectedDigest = hash('sha256', expected, 'buffer');
+/**
+ * Whether `given` is one of `keys`, compared in constant time: both sides as
+ * SHA-256 digests (equal length, so timingSafeEqual leaks neither content
+ * nor length), every key compared whatever matched.
+ */
+export function apiKeyMatcher(keys: readonly string[]): (given: unknown) => boolean {
+  const digests = keys.map((k) => hash('sha256', k, 'buffer'));
+  return (given) => {
+    if (typeof given !== 'string') return false;
+    const digest = hash('sha256', given, 'buffer');
+    let found = false;
+    for (const d of digests) found = timingSafeEqual(digest, d) || found;
+    return found;
+  };
+}
+
+/** An onRequest hook that admits only requests carrying one of the API keys (the current one, then any being retired). */
+export function requireApiKey(keys: readonly string[]) {
+  const matches = apiKeyMatcher(keys);
   // Callback style: an async hook costs a promise per request on every API route.
   return function apiKeyHook(request: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void): void {
-    const given = request.headers['x-api-key'];
-    // Both sides as SHA-256 digests: equal length, so timingSafeEqual leaks neither content nor length.
-    if (typeof given !== 'string' || !timingSafeEqual(hash('sha256', given, 'buffer'), expectedDigest)) {
+    if (!matches(request.headers['x-api-key'])) {
       done(new HttpProblem(401, 'invalid_api_key', 'The X-Api-Key header is missing or wrong.'));
       return;
     }

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Migration } from 'kysely';
 import type { Logger } from 'pino';
 import type { Clock } from './clock.ts';
-import { decrypt, encrypt } from './crypto.ts';
+import { decryptWithAny, encrypt } from './crypto.ts';
 import type { AnyDb, DialectName } from './db.ts';
 import type { MailTransport } from './mail-transport.ts';
 import type { Metrics } from './metrics.ts';
@@ -83,9 +83,19 @@ export function sealBody(key: Buffer, id: string, field: 'text' | 'html', body: 
   return SEALED + encrypt(key, body, aad(id, field));
 }
 
-/** Inverse of {@link sealBody}; throws when the key, row or field does not match. */
-export function openBody(key: Buffer, id: string, field: 'text' | 'html', stored: string): string {
-  return stored.startsWith(SEALED) ? decrypt(key, stored.slice(SEALED.length), aad(id, field)) : stored;
+/** Inverse of {@link sealBody} with the first of `keys` that opens it; throws when none does, or the row or field does not match. */
+export function openBody(keys: readonly Buffer[], id: string, field: 'text' | 'html', stored: string): string {
+  return stored.startsWith(SEALED) ? decryptWithAny(keys, stored.slice(SEALED.length), aad(id, field)).plaintext : stored;
+}
+
+/**
+ * A body sealed again under `key` (a key rotation), or undefined when it is
+ * already sealed under it (or was never sealed). Throws when none of `keys` opens it.
+ */
+export function resealBody(key: Buffer, keys: readonly Buffer[], id: string, field: 'text' | 'html', stored: string): string | undefined {
+  if (!stored.startsWith(SEALED)) return undefined;
+  const { plaintext, keyIndex } = decryptWithAny([key, ...keys], stored.slice(SEALED.length), aad(id, field));
+  return keyIndex === 0 ? undefined : sealBody(key, id, field, plaintext);
 }
 
 /** Queues an email, its bodies sealed; call it with the use case's transaction. */
@@ -114,8 +124,8 @@ export interface OutboxWorkerOptions {
   db: AnyDb;
   dialect: DialectName;
   clock: Clock;
-  /** Opens the bodies {@link enqueueEmail} sealed. */
-  key: Buffer;
+  /** Open the bodies {@link enqueueEmail} sealed: the current key, then any being retired. */
+  keys: readonly Buffer[];
   transport: MailTransport;
   from: string;
   log: Logger;
@@ -192,8 +202,8 @@ export function outboxWorker(options: OutboxWorkerOptions): OutboxWorker {
     let text: string;
     let html: string | undefined;
     try {
-      text = openBody(options.key, row.id, 'text', row.text_body);
-      html = row.html_body ? openBody(options.key, row.id, 'html', row.html_body) : undefined;
+      text = openBody(options.keys, row.id, 'text', row.text_body);
+      html = row.html_body ? openBody(options.keys, row.id, 'html', row.html_body) : undefined;
     } catch {
       return unreadable(row);
     }

@@ -25,6 +25,8 @@ export interface RuntimeSettings {
   mail: MailSettings;
   /** AES-256-GCM key sealing outbox bodies at rest. */
   encryptionKey: Buffer;
+  /** Keys being retired (…_ENCRYPTION_KEY_PREVIOUS): bodies they sealed still open. */
+  previousEncryptionKeys?: readonly Buffer[];
 }
 
 /** What tests replace. */
@@ -114,7 +116,7 @@ export async function createServiceRuntime<DB, Deps>(options: ServiceRuntimeOpti
     await migrateToLatest(db, options.migrations);
     if (settings.redisUrl) redis = await connectRedis(settings.redisUrl, log);
     const transport = overrides.transport ?? (settings.smtp ? await smtpTransport(settings.smtp) : logTransport(log));
-    const mailWorker = outboxWorker({ db, dialect, clock, key: settings.encryptionKey, transport, log, metrics, ...settings.mail });
+    const mailWorker = outboxWorker({ db, dialect, clock, keys: [settings.encryptionKey, ...(settings.previousEncryptionKeys ?? [])], transport, log, metrics, ...settings.mail });
     const background = backgroundWork(log);
     const core: ServiceCore<DB> = {
       db,

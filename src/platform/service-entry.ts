@@ -1,5 +1,6 @@
 import type { Migration } from 'kysely';
 import { ConfigError } from './config.ts';
+import type { RotationCount } from './key-rotation.ts';
 
 export type Env = Record<string, string | undefined>;
 
@@ -18,6 +19,8 @@ export interface ConfiguredService {
   migrations: Record<string, Migration>;
   /** Opens storage, starts the workers, listens and prints where. */
   start(): Promise<StartedService>;
+  /** `npm run rotate-keys`: seals again under the current key what the service's retired keys sealed. */
+  rotateKeys(): Promise<RotationCount[]>;
 }
 
 /** One service of the platform, as the entry points (start, migrate) list it. */

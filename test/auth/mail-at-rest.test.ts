@@ -46,7 +46,7 @@ for (const kind of DB_KINDS) {
       assert.ok(!dumped.includes(encodeURIComponent(token)), 'nor URL-encoded');
       assert.ok(!dumped.includes(new URL(firstLink(mail)).pathname + '?'), 'nor the link');
       assert.match(pending.text_body, /^aes256gcm:[A-Za-z0-9_-]+$/);
-      assert.equal(openBody(auth.service.deps.config.encryptionKey, pending.id, 'text', pending.text_body), mail.text.trimEnd());
+      assert.equal(openBody([auth.service.deps.config.encryptionKey], pending.id, 'text', pending.text_body), mail.text.trimEnd());
 
       const verified = await auth.request('POST', '/v1/verify', { body: { token } });
       assert.equal(verified.status, 200);
@@ -80,8 +80,8 @@ for (const kind of DB_KINDS) {
       const [rowA] = await rows(a);
       const [rowB] = await rows(b);
       const key = auth.service.deps.config.encryptionKey;
-      assert.throws(() => openBody(randomBytes(32), rowA!.id, 'text', rowA!.text_body));
-      assert.throws(() => openBody(key, rowB!.id, 'text', rowA!.text_body), 'bound to its row');
+      assert.throws(() => openBody([randomBytes(32)], rowA!.id, 'text', rowA!.text_body));
+      assert.throws(() => openBody([key], rowB!.id, 'text', rowA!.text_body), 'bound to its row');
 
       // Swap the two bodies, as someone with write access to the table might: neither email is sent.
       const { db } = auth.service.deps;
@@ -145,6 +145,38 @@ for (const kind of DB_KINDS) {
         assert.equal(row.status, 'failed');
         assert.equal(row.text_body, '');
         assert.ok(!auth.smtp.received.some((m) => m.to.includes(email)));
+      } finally {
+        await second?.close();
+        await auth.smtp.close();
+        await auth.database.drop();
+      }
+    });
+
+    test('with the old key kept as AUTH_ENCRYPTION_KEY_PREVIOUS, the waiting email is sent with its working link', async () => {
+      const oldKey = randomBytes(32).toString('hex');
+      const auth = await startTestAuth(kind, { AUTH_ENCRYPTION_KEY: oldKey });
+      let second: Awaited<ReturnType<typeof createAuthService>> | undefined;
+      try {
+        await auth.service.mailWorker.stop();
+        const email = await auth.register();
+        await auth.service.close();
+        const config = loadAuthConfig({
+          DATA_DIR: auth.database.dataDir,
+          ...(auth.database.url ? { AUTH_DATABASE_URL: auth.database.url } : {}),
+          AUTH_API_KEY: API_KEY,
+          AUTH_ENCRYPTION_KEY: randomBytes(32).toString('hex'),
+          AUTH_ENCRYPTION_KEY_PREVIOUS: oldKey,
+          LOG_LEVEL: 'silent',
+          SMTP_HOST: 'localhost',
+          SMTP_PORT: String(auth.smtp.port),
+          SMTP_TLS_CA: CERT_FILE,
+        });
+        second = await createAuthService(config, { clock: auth.clock, processMetrics: false });
+        assert.equal(await second.mailWorker.drain(), 1);
+        const mail = await auth.smtp.waitFor((m) => m.to.includes(email));
+        assert.match(tokenFromMail(mail), /^vt_/);
+        const row = await second.deps.db.selectFrom('outbox').selectAll().where('recipient', '=', email).executeTakeFirstOrThrow();
+        assert.equal(row.status, 'sent');
       } finally {
         await second?.close();
         await auth.smtp.close();

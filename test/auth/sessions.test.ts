@@ -113,6 +113,19 @@ for (const kind of DB_KINDS) {
       }
     });
 
+    test('AUTH_API_KEY rotates without downtime: the key in AUTH_API_KEY_PREVIOUS is accepted beside the new one, any other refused', async (t) => {
+      const next = `${'n'.repeat(40)}-rotated`;
+      const rotating = await startTestAuth(kind, { AUTH_API_KEY: next, AUTH_API_KEY_PREVIOUS: API_KEY });
+      t.after(() => rotating.close());
+      for (const key of [next, API_KEY]) assert.equal((await rotating.request('GET', '/openapi.json', { key })).status, 200, 'old and new keys both work');
+      const wrong = await rotating.request('GET', '/openapi.json', { key: `${next}x` });
+      assert.equal(wrong.status, 401);
+      assert.equal(wrong.body.code, 'invalid_api_key');
+      const done = await startTestAuth(kind, { AUTH_API_KEY: next });
+      t.after(() => done.close());
+      assert.equal((await done.request('GET', '/openapi.json', { key: API_KEY })).status, 401, 'once AUTH_API_KEY_PREVIOUS is gone, so is the old key');
+    });
+
     test('/healthz, /readyz and /metrics need no key', async () => {
       const health = await auth.request('GET', '/healthz', { key: false });
       assert.equal(health.status, 200);

@@ -131,7 +131,7 @@ export async function startTestGateway(kind: DbKind, env: Record<string, string>
     async mails(to) {
       await deps.background.settled();
       const rows = await db.selectFrom('outbox').selectAll().where('recipient', '=', to).orderBy('created_at').execute();
-      return rows.map((r) => ({ kind: r.kind, subject: r.subject, status: r.status, text: openBody(config.encryptionKey, r.id, 'text', r.text_body) }));
+      return rows.map((r) => ({ kind: r.kind, subject: r.subject, status: r.status, text: openBody([config.encryptionKey], r.id, 'text', r.text_body) }));
     },
     async insertUsage(row) {
       await db

@@ -20,6 +20,10 @@ function entry(name: string, opened: string[]): ServiceEntry {
           opened.push(name);
           return { name, url: `http://127.0.0.1:${port}`, close: async () => {} };
         },
+        async rotateKeys() {
+          opened.push(`${name} rotation`);
+          return [];
+        },
       };
     },
   };

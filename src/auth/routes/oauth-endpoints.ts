@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { safeEqual, sha256 } from '../../platform/crypto.ts';
-import type { App } from '../../platform/http.ts';
+import { sha256 } from '../../platform/crypto.ts';
+import { type App, apiKeyMatcher } from '../../platform/http.ts';
 import { type BearerGrant, resolveBearer } from '../bearer.ts';
 import { SCOPES, scopesCovered } from '../scopes.ts';
 import { authenticateClient, readClientCredentials } from '../oauth/client-auth.ts';
@@ -45,7 +45,8 @@ export function discoveryDocument(deps: OAuthDeps) {
  * token, registration and revocation to browser and desktop clients: any
  * origin, no credentials (they authenticate with parameters, not cookies).
  */
-export async function oauthEndpoints(app: App, opts: { deps: OAuthDeps; cors: boolean; apiKey: string }): Promise<void> {
+export async function oauthEndpoints(app: App, opts: { deps: OAuthDeps; cors: boolean; apiKeys: readonly string[] }): Promise<void> {
+  const isApiKey = apiKeyMatcher(opts.apiKeys);
   const { deps } = opts;
   const corsPaths = ['/.well-known/oauth-authorization-server', '/oauth/token', '/oauth/register', '/oauth/revoke'];
   // Route-level, so every other OAuth response (userinfo, the pages) pays nothing for it.
@@ -116,8 +117,7 @@ export async function oauthEndpoints(app: App, opts: { deps: OAuthDeps; cors: bo
   app.post('/oauth/introspect', { schema: { hide: true }, config: FORM_ROUTE }, async (request, reply) => {
     reply.headers(NO_STORE);
     requireFormBody(request.headers['content-type']);
-    const key = request.headers['x-api-key'];
-    if (typeof key !== 'string' || !safeEqual(key, opts.apiKey)) {
+    if (!isApiKey(request.headers['x-api-key'])) {
       // Decided on the client_id before any lookup: no other client can make this endpoint fetch a document.
       await authenticateClient(deps, readClientCredentials(request, request.body), { requireConfidential: true });
     }

@@ -83,9 +83,9 @@ export function createDataPlane(options: {
       db,
       clock,
       bus,
-      encryptionKey: config.encryptionKey,
+      encryptionKeys: [config.encryptionKey, ...config.previousEncryptionKeys],
       onUnreadableKey: (tenantId, provider) =>
-        log.error({ tenantId, provider }, 'a stored provider key does not open with GATEWAY_ENCRYPTION_KEY; it is ignored'),
+        log.error({ tenantId, provider }, 'a stored provider key opens with neither GATEWAY_ENCRYPTION_KEY nor GATEWAY_ENCRYPTION_KEY_PREVIOUS; it is ignored'),
     }),
     clock,
     bodyLimit: config.bodyLimit,

@@ -27,7 +27,8 @@ export function tenantContexts(options: {
   db: GatewayDb;
   clock: Clock;
   bus: InvalidationBus;
-  encryptionKey: Buffer;
+  /** GATEWAY_ENCRYPTION_KEY, then the keys being retired. */
+  encryptionKeys: readonly Buffer[];
   onUnreadableKey: (tenantId: string, provider: string) => void;
   ttlMs?: number;
   maxEntries?: number;
@@ -39,7 +40,7 @@ export function tenantContexts(options: {
     load: async (tenantId) => {
       const tenant = await options.db.selectFrom('tenants').select(['store_bodies', 'settings']).where('id', '=', tenantId).executeTakeFirst();
       if (!tenant) return undefined;
-      const providerKeys = await loadProviderKeys(options.db, options.encryptionKey, tenantId, (provider) =>
+      const providerKeys = await loadProviderKeys(options.db, options.encryptionKeys, tenantId, (provider) =>
         options.onUnreadableKey(tenantId, provider),
       );
       const parsed = new Map([...providerKeys].map(([provider, key]) => [provider, { apiKey: key.apiKey, baseUrl: new URL(key.baseUrl) }]));

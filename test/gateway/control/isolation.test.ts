@@ -31,7 +31,7 @@ for (const kind of DB_KINDS) {
       assert.equal(one.status, 404);
       assert.ok(!one.text.includes('private prompt'));
       assert.equal((await gw.request('GET', '/api/v1/tenant', { token: b.session })).body.id, b.tenantId);
-      assert.equal((await loadProviderKeys(gw.deps.db, gw.deps.config.encryptionKey, b.tenantId)).size, 0);
+      assert.equal((await loadProviderKeys(gw.deps.db, [gw.deps.config.encryptionKey], b.tenantId)).size, 0);
     });
 
     test("B deletes nothing of A's, and A's keys still work", async () => {
@@ -42,7 +42,7 @@ for (const kind of DB_KINDS) {
       assert.equal((await gw.request('DELETE', '/api/v1/tenant/provider-keys/openai', { token: b.session })).status, 204, 'idempotent: B has no such key');
       const aKeys = await gw.request('GET', '/api/v1/tenant/api-keys', { token: a.session });
       assert.deepEqual(aKeys.body.api_keys.map((k: { id: string }) => k.id), [a.apiKeyId]);
-      const aProviders = await loadProviderKeys(gw.deps.db, gw.deps.config.encryptionKey, a.tenantId);
+      const aProviders = await loadProviderKeys(gw.deps.db, [gw.deps.config.encryptionKey], a.tenantId);
       assert.equal(aProviders.get('openai')?.apiKey, 'sk-tenant-a-secret');
       assert.equal((await gw.request('GET', '/api/v1/tenant/requests/a-req', { token: a.session })).body.request_body, 'A private prompt');
     });

@@ -41,7 +41,7 @@ for (const kind of DB_KINDS) {
       await gw.request('POST', '/api/v1/tenant/provider-keys', { token: session, body: { provider: 'groq', key: 'gsk_groq_key' } });
       const list = await gw.request('GET', '/api/v1/tenant/provider-keys', { token: session });
       assert.deepEqual(list.body.provider_keys.map((k: { provider: string; key_last4: string }) => `${k.provider}:${k.key_last4}`), ['anthropic:1111', 'groq:_key']);
-      const keys = await loadProviderKeys(gw.deps.db, gw.deps.config.encryptionKey, tenantId);
+      const keys = await loadProviderKeys(gw.deps.db, [gw.deps.config.encryptionKey], tenantId);
       assert.deepEqual(Object.fromEntries(keys), {
         anthropic: { apiKey: 'new-key-1111', baseUrl: 'https://93.184.215.14/v1' },
         groq: { apiKey: 'gsk_groq_key', baseUrl: 'https://api.groq.com/openai/v1' },
@@ -50,7 +50,7 @@ for (const kind of DB_KINDS) {
       assert.equal((await gw.request('DELETE', '/api/v1/tenant/provider-keys/groq', { token: session })).status, 204);
       assert.equal((await gw.request('DELETE', '/api/v1/tenant/provider-keys/groq', { token: session })).status, 204);
       assert.deepEqual(gw.providerChanges, [tenantId, tenantId]);
-      assert.deepEqual([...(await loadProviderKeys(gw.deps.db, gw.deps.config.encryptionKey, tenantId)).keys()], ['anthropic']);
+      assert.deepEqual([...(await loadProviderKeys(gw.deps.db, [gw.deps.config.encryptionKey], tenantId)).keys()], ['anthropic']);
       const unknown = await gw.request('DELETE', '/api/v1/tenant/provider-keys/nope', { token: session });
       assert.equal(unknown.status, 404);
       assert.equal(unknown.body.code, 'unknown_provider');
@@ -63,7 +63,7 @@ for (const kind of DB_KINDS) {
       const row = await gw.deps.db.selectFrom('provider_keys').selectAll().where('tenant_id', '=', a.tenantId).executeTakeFirstOrThrow();
       await gw.deps.db.insertInto('provider_keys').values({ ...row, tenant_id: b.tenantId }).execute();
       const unreadable: string[] = [];
-      const keys = await loadProviderKeys(gw.deps.db, gw.deps.config.encryptionKey, b.tenantId, (p) => unreadable.push(p));
+      const keys = await loadProviderKeys(gw.deps.db, [gw.deps.config.encryptionKey], b.tenantId, (p) => unreadable.push(p));
       assert.equal(keys.size, 0);
       assert.deepEqual(unreadable, ['openai']);
     });
