@@ -1,4 +1,6 @@
 import { hash, timingSafeEqual } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import { uuidV7 } from './crypto.ts';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -68,6 +70,16 @@ export async function createHttpApp(options: AppOptions): Promise<App> {
     // setting is a 400 naming it) instead of silently dropping it, which Fastify's default does.
     ajv: { customOptions: { coerceTypes: false, allErrors: false, removeAdditional: false } },
     return503OnClosing: true,
+    clientErrorHandler: answerClientError,
+    // A path that cannot be percent-decoded is refused before routing: the same two-shaped answer as above.
+    frameworkErrors: (err, request, reply) => {
+      const [status, code, detail] =
+        err.code === 'FST_ERR_BAD_URL'
+          ? [400, 'malformed_url', 'The request path is not valid percent-encoding.']
+          : [400, 'malformed_request', 'The request could not be routed.'];
+      request.log.info({ code, status }, 'request refused');
+      void (reply as FastifyReply).status(status).type('application/problem+json; charset=utf-8').send(preRoutingProblem(status, code, detail));
+    },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   // A request's child logger is made only when something logs: building one costs more than a fast route.
@@ -110,6 +122,42 @@ export async function createHttpApp(options: AppOptions): Promise<App> {
   app.setNotFoundHandler(notFoundHandler(format));
   app.setErrorHandler(errorHandler(format, { mapError: options.mapError }));
   return app as unknown as App;
+}
+
+/** An answer made before any route was chosen, so before its surface is known: RFC 9457 problem details that are also an OpenAI error. */
+function preRoutingProblem(status: number, code: string, detail: string) {
+  return {
+    type: 'about:blank',
+    title: STATUS_CODES[status] ?? 'Error',
+    status,
+    code,
+    detail,
+    error: { message: detail, type: 'invalid_request_error', code, param: null },
+  };
+}
+
+/**
+ * A request node:http refused before any route saw it (a header section over
+ * its 16 KiB, a malformed request line or header, too slow to arrive):
+ * answered, then the connection closed, with a body that reads as our
+ * problem+json and as an OpenAI error alike, since the path (and so the
+ * surface) is not known yet. Fastify's own answer was a third shape.
+ */
+function answerClientError(err: Error & { code?: string }, socket: Socket): void {
+  if (!socket.writable || err.code === 'ECONNRESET') {
+    socket.destroy();
+    return;
+  }
+  const [status, code, detail] =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'headers_too_large', 'The request headers are larger than the server accepts (16 KiB in all).']
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'request_timeout', 'The request did not arrive in time.']
+        : [400, 'malformed_request', 'The request is not valid HTTP/1.1 (its request line or a header is malformed).'];
+  const body = JSON.stringify(preRoutingProblem(status, code, detail));
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/problem+json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }
 
 /**
