@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { loadAuthConfig } from '../../src/auth/config.ts';
-import { createAuthService } from '../../src/auth/service.ts';
+import { type AuthService, createAuthService } from '../../src/auth/service.ts';
 import { openBody } from '../../src/platform/mail.ts';
 import { API_KEY, startTestAuth, type TestAuth, tokenFromMail, uniqueEmail } from '../helpers/auth.ts';
 import { DB_KINDS } from '../helpers/env.ts';
@@ -122,9 +122,13 @@ for (const kind of DB_KINDS) {
   });
 
   describe(`a restart with another AUTH_ENCRYPTION_KEY (${kind})`, () => {
-    test('the waiting email is not sent (it cannot be read) and is marked failed', async () => {
-      const auth = await startTestAuth(kind, { AUTH_ENCRYPTION_KEY: randomBytes(32).toString('hex') });
-      let second: Awaited<ReturnType<typeof createAuthService>> | undefined;
+    /**
+     * An email is waiting, sealed under the first key, when the service restarts with a new AUTH_ENCRYPTION_KEY
+     * (and `keys`' other settings); `check` sees the restarted service after one worker pass.
+     */
+    async function afterRestart(firstKey: string, keys: Record<string, string>, check: (second: AuthService, email: string, auth: TestAuth) => Promise<void>) {
+      const auth = await startTestAuth(kind, { AUTH_ENCRYPTION_KEY: firstKey });
+      let second: AuthService | undefined;
       try {
         await auth.service.mailWorker.stop();
         const email = await auth.register();
@@ -138,50 +142,36 @@ for (const kind of DB_KINDS) {
           SMTP_HOST: 'localhost',
           SMTP_PORT: String(auth.smtp.port),
           SMTP_TLS_CA: CERT_FILE,
+          ...keys,
         });
         second = await createAuthService(config, { clock: auth.clock, processMetrics: false });
         assert.equal(await second.mailWorker.drain(), 1);
-        const row = await second.deps.db.selectFrom('outbox').selectAll().where('recipient', '=', email).executeTakeFirstOrThrow();
-        assert.equal(row.status, 'failed');
-        assert.equal(row.text_body, '');
-        assert.ok(!auth.smtp.received.some((m) => m.to.includes(email)));
+        await check(second, email, auth);
       } finally {
         await second?.close();
         await auth.smtp.close();
         await auth.database.drop();
       }
+    }
+    const outboxRow = (service: AuthService, email: string) =>
+      service.deps.db.selectFrom('outbox').selectAll().where('recipient', '=', email).executeTakeFirstOrThrow();
+
+    test('the waiting email is not sent (it cannot be read) and is marked failed', async () => {
+      await afterRestart(randomBytes(32).toString('hex'), {}, async (second, email, auth) => {
+        const row = await outboxRow(second, email);
+        assert.equal(row.status, 'failed');
+        assert.equal(row.text_body, '');
+        assert.ok(!auth.smtp.received.some((m) => m.to.includes(email)));
+      });
     });
 
     test('with the old key kept as AUTH_ENCRYPTION_KEY_PREVIOUS, the waiting email is sent with its working link', async () => {
       const oldKey = randomBytes(32).toString('hex');
-      const auth = await startTestAuth(kind, { AUTH_ENCRYPTION_KEY: oldKey });
-      let second: Awaited<ReturnType<typeof createAuthService>> | undefined;
-      try {
-        await auth.service.mailWorker.stop();
-        const email = await auth.register();
-        await auth.service.close();
-        const config = loadAuthConfig({
-          DATA_DIR: auth.database.dataDir,
-          ...(auth.database.url ? { AUTH_DATABASE_URL: auth.database.url } : {}),
-          AUTH_API_KEY: API_KEY,
-          AUTH_ENCRYPTION_KEY: randomBytes(32).toString('hex'),
-          AUTH_ENCRYPTION_KEY_PREVIOUS: oldKey,
-          LOG_LEVEL: 'silent',
-          SMTP_HOST: 'localhost',
-          SMTP_PORT: String(auth.smtp.port),
-          SMTP_TLS_CA: CERT_FILE,
-        });
-        second = await createAuthService(config, { clock: auth.clock, processMetrics: false });
-        assert.equal(await second.mailWorker.drain(), 1);
+      await afterRestart(oldKey, { AUTH_ENCRYPTION_KEY_PREVIOUS: oldKey }, async (second, email, auth) => {
         const mail = await auth.smtp.waitFor((m) => m.to.includes(email));
         assert.match(tokenFromMail(mail), /^vt_/);
-        const row = await second.deps.db.selectFrom('outbox').selectAll().where('recipient', '=', email).executeTakeFirstOrThrow();
-        assert.equal(row.status, 'sent');
-      } finally {
-        await second?.close();
-        await auth.smtp.close();
-        await auth.database.drop();
-      }
+        assert.equal((await outboxRow(second, email)).status, 'sent');
+      });
     });
   });
 }
