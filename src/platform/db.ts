@@ -18,7 +18,13 @@ export interface Database<DB> {
  * JavaScript number (safe until the year 287396). The PostgreSQL client is
  * loaded only when a URL is set: a SQLite deployment never pays for it.
  */
-export async function openDatabase<DB>(options: { url?: string | undefined; sqlitePath: string; poolSize?: number }): Promise<Database<DB>> {
+export async function openDatabase<DB>(options: {
+  url?: string | undefined;
+  sqlitePath: string;
+  poolSize?: number;
+  /** An idle PostgreSQL connection failed (the server restarted): told here; the pool makes a new one on the next query. */
+  onConnectionLost?: (err: Error) => void;
+}): Promise<Database<DB>> {
   if (options.url) {
     const { default: pg } = await import('pg');
     const pool = new pg.Pool({
@@ -29,6 +35,11 @@ export async function openDatabase<DB>(options: { url?: string | undefined; sqli
           oid === 20 ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
       },
     });
+    // Without a listener, a connection's error (the server went away) is thrown as an uncaught 'error' event and
+    // takes the whole process down: the pool's own for an idle connection, each connection's for one in use (a
+    // transaction, the jobs' advisory lock); that query fails, and the pool drops the broken connection when it is released.
+    pool.on('error', (err) => options.onConnectionLost?.(err));
+    pool.on('connect', (client) => client.on('error', (err) => options.onConnectionLost?.(err)));
     return { db: new Kysely<DB>({ dialect: new PostgresDialect({ pool }) }), dialect: 'postgres' };
   }
   const onDisk = options.sqlitePath !== ':memory:' && options.sqlitePath !== '';

@@ -62,9 +62,36 @@ export function toProblem(error: FastifyError, request?: FastifyRequest): HttpPr
     const accepts = request?.routeOptions.config.accepts ?? 'application/json';
     return new HttpProblem(known.status, known.code, known.detail(accepts), { cause: error });
   }
+  if (databaseUnavailable(error)) {
+    return new HttpProblem(503, 'database_unavailable', 'The database cannot be reached right now; try again shortly.', {
+      cause: error,
+      headers: { 'retry-after': '5' },
+      type: 'api_error',
+    });
+  }
   const status = error.statusCode ?? 500;
   if (status >= 400 && status < 500) {
     return new HttpProblem(status, 'bad_request', 'The request could not be processed.', { cause: error });
   }
   return new HttpProblem(500, 'internal_error', 'An internal error occurred; it has been logged.', { cause: error });
+}
+
+/** PostgreSQL SQLSTATE classes and codes that mean the server is not there (rather than that the query is wrong). */
+const UNAVAILABLE_SQLSTATE = /^(08|57P0[1-3]$|53300$)/;
+const UNAVAILABLE_NET = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ENOTFOUND']);
+
+/**
+ * Whether an error says the database is away (restarting, unreachable, out
+ * of connections): the pg driver's connection errors, PostgreSQL's own
+ * shutdown codes. Such a request is a 503 with Retry-After, not a 500: the
+ * service and the request are fine, and the pool reconnects by itself once
+ * the server is back (test/reliability/postgres-restart.test.ts).
+ */
+export function databaseUnavailable(error: unknown): boolean {
+  for (let e = error, depth = 0; e instanceof Error && depth < 4; e = e.cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && (UNAVAILABLE_NET.has(code) || UNAVAILABLE_SQLSTATE.test(code))) return true;
+    if (/^Connection terminated|^timeout exceeded when trying to connect|Client has encountered a connection error/.test(e.message)) return true;
+  }
+  return false;
 }

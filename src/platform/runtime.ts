@@ -110,7 +110,11 @@ export async function createServiceRuntime<DB, Deps>(options: ServiceRuntimeOpti
     overrides.logger ?? (await createLogger({ level: settings.logLevel, name, production: settings.production }));
   const clock = overrides.clock ?? systemClock;
   const metrics = createMetrics(name, overrides.processMetrics ?? true);
-  const { db, dialect } = await openDatabase<DB>({ url: settings.databaseUrl, sqlitePath: settings.sqlitePath });
+  const { db, dialect } = await openDatabase<DB>({
+    url: settings.databaseUrl,
+    sqlitePath: settings.sqlitePath,
+    onConnectionLost: (err) => log.warn({ err: err.message }, 'database connection lost; the next query reconnects'),
+  });
   let redis: Redis | undefined;
   try {
     await migrateToLatest(db, options.migrations);
