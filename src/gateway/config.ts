@@ -53,7 +53,8 @@ export interface GatewayConfig extends SharedSettings {
   /** Anthropic requires max_tokens; sent when the client gave neither max_tokens nor max_completion_tokens. */
   anthropicDefaultMaxTokens: number;
   /** retentionMs: usage records (and any stored bodies) older than this are purged. */
-  usage: { flushMs: number; batchSize: number; retentionMs: number };
+  /** journalDir: where records wait on disk until written (undefined: GATEWAY_USAGE_JOURNAL_DIR=off). */
+  usage: { flushMs: number; batchSize: number; retentionMs: number; journalDir: string | undefined };
   purgeIntervalMs: number;
   /** Budgets and limits (docs/gateway-budgets.md): output tokens reserved when a call names no max_tokens; how long a reservation outlives a replica that died holding it. */
   budgets: { defaultOutputTokens: number; reservationTtlMs: number };
@@ -169,6 +170,7 @@ export function loadGatewayConfig(env: Record<string, string | undefined> = proc
       flushMs: r.int('GATEWAY_USAGE_FLUSH_MS', 1000, 10, 60_000),
       batchSize: r.int('GATEWAY_USAGE_BATCH_SIZE', 500, 1, 10_000),
       retentionMs: r.int('GATEWAY_USAGE_RETENTION_DAYS', 90, 1, 3650) * DAY,
+      journalDir: journalDir(r.string('GATEWAY_USAGE_JOURNAL_DIR'), dataDir),
     },
     purgeIntervalMs: r.int('GATEWAY_PURGE_INTERVAL_MINUTES', 60, 1, 1440) * MINUTE,
     budgets: {
@@ -186,6 +188,13 @@ export function loadGatewayConfig(env: Record<string, string | undefined> = proc
   r.throwIfProblems();
   if (!encryptionKeyText) config.encryptionKey = parseKey(devSecret(dataDir, 'GATEWAY_ENCRYPTION_KEY'))!;
   return config;
+}
+
+/** GATEWAY_USAGE_JOURNAL_DIR: a directory, `off`, or unset for DATA_DIR/usage-journal. */
+function journalDir(raw: string | undefined, dataDir: string): string | undefined {
+  const text = raw?.trim() ?? '';
+  if (text.toLowerCase() === 'off') return undefined;
+  return text === '' ? join(dataDir, 'usage-journal') : text;
 }
 
 /** `true`, or a comma-separated list of host names and CIDR ranges (a bare address is its own /32 or /128). */

@@ -160,6 +160,8 @@ export function outboxWorker(options: OutboxWorkerOptions): OutboxWorker {
   const batchSize = options.batchSize ?? 20;
   let timer: NodeJS.Timeout | undefined;
   let stopped = true;
+  /** stop() is waiting for the pass under way: it ends after the current send. */
+  let halting = false;
   let running: Promise<number> | undefined;
   let queued: Promise<number> | undefined;
   let lastGauge = 0;
@@ -273,16 +275,36 @@ export function outboxWorker(options: OutboxWorkerOptions): OutboxWorker {
     for (const r of rows) metrics.mailOutbox.set({ status: r.status }, Number(r.n));
   }
 
+  /**
+   * Sends what is due, batch after batch. Once stop() is called (a
+   * shutdown), the send under way finishes and the rest of the claimed
+   * batch is released at once, for another replica or the next start,
+   * rather than the whole backlog holding the process up.
+   */
   async function drainOnce(): Promise<number> {
     let handled = 0;
-    for (;;) {
+    while (!halting) {
       const rows = await claim();
-      for (const row of rows) await deliver(row);
-      handled += rows.length;
+      for (const [i, row] of rows.entries()) {
+        if (halting) {
+          await release(rows.slice(i));
+          return handled;
+        }
+        await deliver(row);
+        handled++;
+      }
       if (rows.length < batchSize) break;
     }
     await updateGauge();
     return handled;
+  }
+
+  async function release(rows: readonly OutboxTable[]): Promise<void> {
+    await db
+      .updateTable('outbox')
+      .set({ lease_until: null })
+      .where('id', 'in', rows.map((r) => r.id))
+      .execute();
   }
 
   /**
@@ -329,9 +351,14 @@ export function outboxWorker(options: OutboxWorkerOptions): OutboxWorker {
     },
     async stop() {
       stopped = true;
+      halting = true;
       clearTimeout(timer);
-      await queued;
-      await running;
+      try {
+        await queued;
+        await running;
+      } finally {
+        halting = false;
+      }
     },
     wake() {
       if (!stopped) void drain();

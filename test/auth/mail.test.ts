@@ -155,6 +155,32 @@ for (const kind of DB_KINDS) {
     });
   });
 
+  describe(`shutdown with a backlog (${kind})`, () => {
+    test('stopping finishes the send under way and releases the rest at once, for another replica or the next start', async () => {
+      const smtp = await startSmtpServer({ delayMs: 100 });
+      const auth = await startTestAuth(kind, { AUTH_LIMIT_REGISTER: '100/3600' }, smtp);
+      try {
+        await auth.service.mailWorker.stop();
+        const emails: string[] = [];
+        for (let i = 0; i < 25; i++) emails.push(await auth.register());
+        auth.service.mailWorker.start();
+        await smtp.waitFor(() => true);
+        await auth.service.mailWorker.stop();
+        const rows = await auth.service.deps.db.selectFrom('outbox').select(['status', 'lease_until']).where('recipient', 'in', emails).execute();
+        const sent = rows.filter((r) => r.status === 'sent').length;
+        assert.ok(sent >= 1 && sent <= 3, `the stop waited for the send under way only (${sent} of 25 sent)`);
+        assert.deepEqual(
+          rows.filter((r) => r.status === 'pending').map((r) => r.lease_until),
+          Array(25 - sent).fill(null),
+          'the unsent rows are free for the next worker now, not after their lease',
+        );
+      } finally {
+        await auth.close();
+        await smtp.close();
+      }
+    });
+  });
+
   describe(`permanent failure (${kind})`, () => {
     let auth: TestAuth;
     before(async () => {

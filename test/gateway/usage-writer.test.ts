@@ -1,6 +1,11 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { hostname, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import pino from 'pino';
+import { UsageJournal } from '../../src/gateway/data-plane/usage-journal.ts';
 import { UsageWriter } from '../../src/gateway/data-plane/usage-writer.ts';
 import type { UsageRecordRow } from '../../src/gateway/schema.ts';
 import { DB_KINDS } from '../helpers/env.ts';
@@ -99,6 +104,65 @@ for (const kind of DB_KINDS) {
       await writer.close();
       const kept = await g.db.selectFrom('usage_records').select('request_id').where('request_id', 'like', 'req-60%').orderBy('request_id').execute();
       assert.deepEqual(kept.map((r) => r.request_id), ['req-603', 'req-604', 'req-605', 'req-606', 'req-607']);
+    });
+
+    describe('with a journal', () => {
+      let dir: string;
+      before(() => {
+        dir = mkdtempSync(join(tmpdir(), 'usage-journal-'));
+      });
+      after(() => rmSync(dir, { recursive: true, force: true }));
+      const journaled = () => readdirSync(dir).flatMap((f) => readFileSync(join(dir, f), 'utf8').split('\n').filter(Boolean).map((l) => (JSON.parse(l) as UsageRecordRow).request_id));
+
+      test('each record is on disk as soon as it is recorded, and its segment is deleted once written', async () => {
+        const writer = new UsageWriter({ db: g.db, log, flushMs: 60_000, batchSize: 1000, journal: new UsageJournal({ dir, log }) });
+        writer.record(row(700));
+        writer.record(row(701));
+        assert.deepEqual(journaled(), ['req-700', 'req-701'], 'journaled before any flush');
+        await writer.flush();
+        writer.record(row(702));
+        assert.deepEqual(journaled(), ['req-702'], 'the written segment is gone, the next record is in a new one');
+        await writer.close();
+        assert.deepEqual(readdirSync(dir), [], 'nothing left after a clean close');
+        assert.equal((await g.db.selectFrom('usage_records').select('request_id').where('request_id', 'in', ['req-700', 'req-701', 'req-702']).execute()).length, 3);
+      });
+
+      test('records the database refused at shutdown stay journaled and the next start writes them, once', async () => {
+        const first = new UsageWriter({ db: g.db, log, flushMs: 60_000, batchSize: 1000, journal: new UsageJournal({ dir, log }) });
+        await g.db.schema.alterTable('usage_records').renameTo('usage_records_away').execute();
+        for (let i = 710; i < 715; i++) first.record(row(i));
+        await first.close();
+        await g.db.schema.alterTable('usage_records_away').renameTo('usage_records').execute();
+        assert.equal(journaled().length, 5, 'kept on disk');
+        // One of them reached the database before the restart (a flush the stop interrupted): it is not written twice.
+        const once = new UsageWriter({ db: g.db, log, flushMs: 60_000, batchSize: 1000 });
+        once.record(row(710));
+        await once.close();
+
+        const journal = new UsageJournal({ dir, log });
+        const second = new UsageWriter({ db: g.db, log, flushMs: 60_000, batchSize: 1000, journal });
+        assert.equal(second.recover(journal.orphans()), 5);
+        await second.close();
+        const written = await g.db.selectFrom('usage_records').select('request_id').where('request_id', 'like', 'req-71%').orderBy('request_id').execute();
+        assert.deepEqual(written.map((r) => r.request_id), ['req-710', 'req-711', 'req-712', 'req-713', 'req-714']);
+        assert.deepEqual(readdirSync(dir), []);
+      });
+
+      test("a live gateway's segments are not taken; a dead process's are, with a line cut short by the kill skipped", () => {
+        const host = encodeURIComponent(hostname());
+        const live = process.ppid;
+        const dead = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' }).stdout;
+        const line = (i: number) => `${JSON.stringify(row(i))}\n`;
+        writeFileSync(join(dir, `usage~${host}~${live}~aaaa~1.jsonl`), line(720));
+        writeFileSync(join(dir, `usage~${host}~${dead}~bbbb~1.jsonl`), line(721) + line(722));
+        appendFileSync(join(dir, `usage~${host}~${dead}~bbbb~1.jsonl`), line(723).slice(0, 40));
+        writeFileSync(join(dir, `usage~other-host~${dead}~cccc~1.jsonl`), line(724));
+        const journal = new UsageJournal({ dir, log });
+        const orphans = journal.orphans();
+        journal.close();
+        assert.deepEqual(orphans.map((o) => o.rows.map((r) => r.request_id)), [['req-721', 'req-722']]);
+        for (const f of readdirSync(dir)) rmSync(join(dir, f));
+      });
     });
   });
 }

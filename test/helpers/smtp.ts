@@ -30,7 +30,7 @@ export interface TestSmtpServer {
  * STARTTLS with the self-signed certificate in test/fixtures. With
  * `starttls: false` it offers no TLS at all.
  */
-export async function startSmtpServer(options: { starttls?: boolean; port?: number } = {}): Promise<TestSmtpServer> {
+export async function startSmtpServer(options: { starttls?: boolean; port?: number; delayMs?: number } = {}): Promise<TestSmtpServer> {
   const received: ReceivedMail[] = [];
   const waiters: { match: (m: ReceivedMail) => boolean; resolve: (m: ReceivedMail) => void }[] = [];
   const state = { failing: false };
@@ -44,7 +44,8 @@ export async function startSmtpServer(options: { starttls?: boolean; port?: numb
     onData(stream, session, callback) {
       const chunks: Buffer[] = [];
       stream.on('data', (c: Buffer) => chunks.push(c));
-      stream.on('end', () => {
+      stream.on('end', async () => {
+        if (options.delayMs) await new Promise((r) => setTimeout(r, options.delayMs));
         if (state.failing) {
           callback(Object.assign(new Error('Try again later'), { responseCode: 451 }));
           return;
@@ -68,6 +69,8 @@ export async function startSmtpServer(options: { starttls?: boolean; port?: numb
       });
     },
   });
+  // A client that goes away mid-session (a service killed, a socket reset) is the client's problem, not the server's.
+  server.on('error', () => {});
   await new Promise<void>((resolve) => server.listen(options.port ?? 0, '127.0.0.1', resolve));
   const port = (server.server.address() as AddressInfo).port;
   return {

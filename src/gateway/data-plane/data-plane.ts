@@ -17,6 +17,7 @@ import type { GatewayDb } from '../schema.ts';
 import { apiKeyStore } from './api-key-auth.ts';
 import { tenantContexts } from './tenant-context.ts';
 import { UpstreamPools } from './upstream-pools.ts';
+import { UsageJournal } from './usage-journal.ts';
 import { UsageWriter } from './usage-writer.ts';
 
 export interface DataPlane {
@@ -45,13 +46,19 @@ export function createDataPlane(options: {
   const { db, clock, config, log } = options;
   const bus = invalidationBus(options.redis, log);
   const metrics = createGatewayMetrics(options.registry);
+  const journal = config.usage.journalDir ? new UsageJournal({ dir: config.usage.journalDir, log }) : undefined;
   const usage = new UsageWriter({
     db,
     log,
     flushMs: config.usage.flushMs,
     batchSize: config.usage.batchSize,
     onDropped: (count) => metrics.usageDropped.inc(count),
+    journal,
   });
+  if (journal) {
+    const recovered = usage.recover(journal.orphans());
+    if (recovered > 0) log.warn({ records: recovered }, 'usage journal: writing the records a gateway stopped without writing');
+  }
   const pools = new UpstreamPools({
     connectTimeoutMs: config.upstream.connectTimeoutMs,
     connections: config.upstream.connections,

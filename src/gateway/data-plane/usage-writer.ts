@@ -1,6 +1,7 @@
 import { CompiledQuery } from 'kysely';
 import type { Logger } from 'pino';
 import type { GatewayDb, UsageRecordRow } from '../schema.ts';
+import type { Orphan, UsageJournal } from './usage-journal.ts';
 
 export interface UsageWriterOptions {
   db: GatewayDb;
@@ -12,13 +13,19 @@ export interface UsageWriterOptions {
   /** Records kept while the database is unreachable; past it the oldest are dropped (and counted). */
   maxBuffered?: number;
   onDropped?: (count: number) => void;
+  /** Where each record is appended before its call is answered (crash safety); none: memory only. */
+  journal?: UsageJournal | undefined;
 }
 
 /**
  * Usage records, written in batches off the hot path: `record` only queues.
  * One batch is one transaction: the records, and each key's last_used_at.
  * A failed batch is put back and retried on the next tick. close() writes
- * everything still queued (graceful shutdown loses nothing).
+ * everything still queued (graceful shutdown loses nothing). With a
+ * journal, `record` also appends the record to disk, synchronously, so a
+ * process killed before the flush loses nothing either: a segment of the
+ * journal is deleted once all its records are written, and `recover`
+ * writes the segments a killed gateway left.
  */
 export class UsageWriter {
   readonly #options: UsageWriterOptions;
@@ -26,13 +33,23 @@ export class UsageWriter {
   #timer: NodeJS.Timeout | undefined;
   #flushing: Promise<void> | undefined;
   #closed = false;
+  /** Records ever queued; with the queue's length, how many are written (or given up). */
+  #enqueued = 0;
+  /** Journal segments not yet deleted, each with the count of records queued when it was sealed. */
+  #sealed: { path: string; through: number }[] = [];
 
   constructor(options: UsageWriterOptions) {
     this.#options = options;
   }
 
   record(row: UsageRecordRow): void {
+    this.#options.journal?.append(row);
+    this.#enqueue(row);
+  }
+
+  #enqueue(row: UsageRecordRow): void {
     this.#queue.push(row);
+    this.#enqueued++;
     if (this.#queue.length >= this.#options.batchSize) void this.flush();
     else if (!this.#timer && !this.#closed) {
       this.#timer = setTimeout(() => {
@@ -57,7 +74,36 @@ export class UsageWriter {
     await this.#flushing;
   }
 
+  /** Queues the records of journal segments a stopped gateway left (they are deleted once written); returns their count. */
+  recover(orphans: readonly Orphan[]): number {
+    let count = 0;
+    for (const orphan of orphans) {
+      for (const row of orphan.rows) this.#enqueue(row);
+      count += orphan.rows.length;
+      this.#sealed.push({ path: orphan.path, through: this.#enqueued });
+    }
+    if (count > 0) void this.flush();
+    return count;
+  }
+
   async #writeBatches(): Promise<void> {
+    const journal = this.#options.journal;
+    const sealed = journal?.seal();
+    if (sealed) this.#sealed.push({ path: sealed, through: this.#enqueued });
+    try {
+      await this.#writeEach();
+    } finally {
+      this.#forgetWritten();
+    }
+  }
+
+  /** Deletes the journal segments whose records are all written (the queue is in order: what left it is done). */
+  #forgetWritten(): void {
+    const done = this.#enqueued - this.#queue.length;
+    while (this.#sealed.length > 0 && this.#sealed[0]!.through <= done) this.#options.journal?.remove(this.#sealed.shift()!.path);
+  }
+
+  async #writeEach(): Promise<void> {
     while (this.#queue.length > 0) {
       const batch = this.#queue.splice(0, this.#options.batchSize);
       try {
@@ -112,11 +158,20 @@ export class UsageWriter {
     // A database hiccup at shutdown gets a few more tries before anything is given up.
     for (let attempt = 0; attempt < 3; attempt++) {
       await this.flush();
-      if (this.#queue.length === 0) return;
+      if (this.#queue.length === 0) break;
       await new Promise((resolve) => setTimeout(resolve, 200 * (attempt + 1)));
     }
+    const journal = this.#options.journal;
+    const last = journal?.close();
+    if (last) this.#sealed.push({ path: last, through: this.#enqueued });
+    this.#forgetWritten();
     if (this.#queue.length > 0) {
-      this.#options.log.error({ lost: this.#queue.length }, 'usage records could not be written before shutdown');
+      this.#options.log.error(
+        { queued: this.#queue.length, journaled: journal !== undefined },
+        journal
+          ? 'usage records could not be written before shutdown; they stay in the usage journal and are written at the next start'
+          : 'usage records could not be written before shutdown',
+      );
     }
   }
 }
