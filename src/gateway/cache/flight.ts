@@ -50,17 +50,20 @@ interface Subscriber {
 
 /**
  * One upstream call shared by every client that asked the same question
- * while it ran (in-flight dedup). Its source (the local upstream call, or
+ * while it ran (in-flight dedup). Its source (the leader's own call, or
  * another replica's through Redis) feeds it the answer: `open`, `event`
- * for each SSE event, `streamEnd`, then `complete` or `fail`. Each client
- * is a subscriber: a streaming client gets the events as they arrive, a
- * late one first what it missed; a non-streaming one (or one streaming
- * from a non-streamed call) the whole answer at the end. Clients leaving
- * never stop the others; `onEmpty` is told when none is left.
+ * for each SSE event, `streamEnd`, then `complete` or `fail`. The leader,
+ * the client whose call is upstream, reads its answer directly (`lead`);
+ * every other client is a subscriber: a streaming client gets the events
+ * as they arrive, a late one first what it missed; a non-streaming one (or
+ * one streaming from a non-streamed call) the whole answer at the end.
+ * Clients leaving, the leader included, never stop the others; `onEmpty`
+ * is told when none is left.
  *
- * One client pays: the first still connected when the usage is known (its
- * record says `miss`); the others are `dedup` (cost 0, the answer's cost
- * saved). On a follower replica (`local` false) every client is `dedup`.
+ * One client pays: the leader if it is still connected when the usage is
+ * known, else the first subscriber still connected (its record says
+ * `miss`); the others are `dedup` (cost 0, the answer's cost saved). On a
+ * follower replica (`local` false) every client is `dedup`.
  */
 export class Flight {
   readonly key: string;
@@ -79,6 +82,9 @@ export class Flight {
   outcome: FlightOutcome | undefined;
   failure: unknown;
   #subs: Subscriber[] = [];
+  /** The leader is still connected (it pays, and its leaving alone does not empty the flight). */
+  #leaderPresent = false;
+  #detachLeader: (() => void) | undefined;
   #payer: Subscriber | undefined;
   #payerChosen = false;
   /** Set once nobody is left and the source was told to stop: new clients start a new flight. */
@@ -107,6 +113,28 @@ export class Flight {
     return this.#subs.length;
   }
 
+  /** The payer is chosen and it is the leader (a subscriber chosen instead pays in its place). */
+  get leaderPays(): boolean {
+    return this.#payerChosen && this.local && this.#payer === undefined;
+  }
+
+  /** The leader's client is still connected. */
+  get leaderPresent(): boolean {
+    return this.#leaderPresent;
+  }
+
+  /** `call` is the leader: its own call is upstream; its client leaving only stops that call when no one else waits. */
+  lead(call: Call): void {
+    this.#leaderPresent = true;
+    const onAbort = () => {
+      this.#leaderPresent = false;
+      this.#detachLeader = undefined;
+      if (this.#subs.length === 0 && !this.finished) this.#onEmpty(this);
+    };
+    call.signal.addEventListener('abort', onAbort, { once: true });
+    this.#detachLeader = () => call.signal.removeEventListener('abort', onAbort);
+  }
+
   /** The streamed answer completed cleanly ([DONE], no error event): it may be stored. */
   get storable(): boolean {
     return this.stream ? this.#doneEvent && this.#errorEvent === undefined : this.outcome?.result !== undefined;
@@ -117,11 +145,11 @@ export class Flight {
     return this.stream ? { chunks: this.chunks, usageChunk: this.usageChunk } : { completion: this.outcome?.result ?? '{}' };
   }
 
-  /** Waits for the answer on behalf of `call`; the first subscriber of a local flight is its `leader` (status miss). */
-  join(call: Call, leader: boolean): Promise<void> {
+  /** Waits for the answer on behalf of `call` (status dedup, unless it ends up paying). */
+  join(call: Call): Promise<void> {
     if (this.failure !== undefined) return Promise.reject(this.failure);
     if (call.signal.aborted) return Promise.reject(clientClosed());
-    call.cacheStatus = leader && this.local ? 'miss' : 'dedup';
+    call.cacheStatus = 'dedup';
     return new Promise<void>((resolve, reject) => {
       const sub: Subscriber = { call, joinedAt: performance.now(), opened: false, resolve, reject, detach: () => {} };
       if (this.outcome) {
@@ -147,8 +175,8 @@ export class Flight {
     for (const sub of this.#subs) if (sub.call.stream) this.#openFor(sub);
   }
 
-  /** One complete SSE event of the answer, as the adapter wrote it. */
-  event(text: string): void {
+  /** One complete SSE event of the answer, as the adapter wrote it; returns its kind. */
+  event(text: string): ReturnType<typeof classifyEvent>['kind'] {
     const event = classifyEvent(text);
     if (event.kind === 'done') this.#doneEvent = true;
     else if (event.kind === 'error') {
@@ -157,9 +185,10 @@ export class Flight {
     } else if (event.kind === 'usage') {
       this.usageChunk = event.data;
       for (const sub of this.#subs) if (sub.opened && sub.call.includeUsage) write(sub, sseEvent(this.#usageFor(sub)));
-      return;
+      return event.kind;
     } else this.chunks.push(event.data);
     for (const sub of this.#subs) if (sub.opened) write(sub, text);
+    return event.kind;
   }
 
   streamEnd(): void {
@@ -169,6 +198,7 @@ export class Flight {
 
   complete(outcome: FlightOutcome): void {
     this.outcome = outcome;
+    this.#detachLeader?.();
     this.#choosePayer();
     const subs = this.#subs;
     this.#subs = [];
@@ -179,6 +209,7 @@ export class Flight {
   /** The call failed: every client gets the same error (in the stream for those whose stream is open). */
   fail(err: unknown): void {
     this.failure = err;
+    this.#detachLeader?.();
     const subs = this.#subs;
     this.#subs = [];
     const problem =
@@ -218,10 +249,11 @@ export class Flight {
     return this.#freeUsageChunk;
   }
 
+  /** The subscriber who pays, if one does (undefined: the leader pays, or, following another replica, no one here). */
   #choosePayer(): Subscriber | undefined {
     if (!this.#payerChosen && this.local) {
       this.#payerChosen = true;
-      this.#payer = this.#subs[0];
+      this.#payer = this.#leaderPresent ? undefined : this.#subs[0];
     }
     return this.#payer;
   }
@@ -269,7 +301,7 @@ export class Flight {
     sub.call.errorCode = 'client_closed_request';
     if (sub.opened) sub.resolve();
     else sub.reject(clientClosed());
-    if (this.#subs.length === 0 && !this.finished) this.#onEmpty(this);
+    if (this.#subs.length === 0 && !this.#leaderPresent && !this.finished) this.#onEmpty(this);
   }
 }
 

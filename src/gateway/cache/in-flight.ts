@@ -1,26 +1,27 @@
 import type { Logger } from 'pino';
-import { type Call, unanswered } from '../pipeline/call.ts';
-import { EventSink } from './sse-events.ts';
+import { HttpProblem } from '../../platform/errors.ts';
+import type { Call } from '../pipeline/call.ts';
+import { errorEvent } from '../providers/error-event.ts';
 import { Flight, type FlightOutcome, LeaderLost, leaderLost } from './flight.ts';
 import type { Publisher, RemoteFlights } from './remote-flights.ts';
+import { EventSink } from './sse-events.ts';
 
 type Next = (call?: Call) => Promise<void>;
 
-/** The response of a flight's non-streamed call: nothing is ever written to it. */
-const NOT_STREAMED = new EventSink(
-  () => {},
-  () => {},
-);
+/** The leader's fields dedup rewires while its call is upstream (the stages after it only read them). */
+type Rewired = { -readonly [K in 'signal' | 'response' | 'openStream' | 'includeUsage']: Call[K] };
+
+const clientClosed = () => new HttpProblem(499, 'client_closed_request', 'The client closed the connection.');
 
 /**
  * The flights in progress on this replica, by cache key (tenant-scoped).
- * A call either joins the flight of its key or starts one: its own call of
- * the rest of the pipeline (prompt caching, upstream with retries and
- * fallbacks), made on a copy of the first client's call whose signal aborts
- * only when every client has left, and whose stream goes to the flight
- * instead of a socket. Every client, the first included, subscribes to the
- * flight. With Redis (RemoteFlights), the first replica to ask makes the
- * call and the others follow it.
+ * A call either joins the flight of its key or leads one: the rest of the
+ * pipeline (prompt caching, upstream with retries and fallbacks) runs on
+ * the leader's own call, with a signal that aborts only when every client
+ * has left, and a stream that goes to the flight (which fans it out to
+ * the clients that joined) as well as to the leader. With Redis
+ * (RemoteFlights), the first replica to ask makes the call and the others
+ * follow it: their clients, the would-be leader included, join.
  *
  * Every completed call goes through a flight, even when dedup is off for
  * the tenant (a flight no one else can join): the flight records the
@@ -61,6 +62,9 @@ export class InFlight {
         // The replica making the call died before this client received anything: ask again (at most twice).
         if (!(err instanceof LeaderLost)) throw err;
         if (tries === 2) throw leaderLost();
+        // Asked again, the call starts unanswered (the lost flight marked it failed).
+        call.status = 200;
+        call.errorCode = undefined;
         // The lost leader, or a follower that took over before this one, may have stored the answer meanwhile.
         if (await this.#fromStore(call)) return;
       }
@@ -71,19 +75,18 @@ export class InFlight {
     const key = call.cacheKey!;
     if (dedup) {
       const running = this.#flights.get(key);
-      if (running && !running.abandoned && (!running.finished || running.storable)) return running.join(call, false);
+      if (running && !running.abandoned && (!running.finished || running.storable)) return running.join(call);
     }
     const flight = new Flight(key, call.stream, {
       onEmpty: (f) => this.#empty(f),
       onFinish: (f) => this.#finish(f, call),
     });
     if (dedup) this.#flights.set(key, flight);
-    const joined = flight.join(call, true);
-    if (dedup && this.#remote) void this.#claim(this.#remote, flight, call, next);
-    else this.#start(flight, call, next, undefined);
-    return joined;
+    if (dedup && this.#remote) return this.#claim(this.#remote, flight, call, next);
+    return this.#lead(flight, call, next, undefined);
   }
 
+  /** With Redis: lead the flight if this replica is first to ask, else follow the replica that is. */
   async #claim(remote: RemoteFlights, flight: Flight, leader: Call, next: Next): Promise<void> {
     let claim: Awaited<ReturnType<RemoteFlights['claim']>> | undefined;
     try {
@@ -97,62 +100,95 @@ export class InFlight {
       remote.follow(claim.follow, flight, (stop) => {
         flight.stop = stop;
       });
+      const joined = flight.join(leader);
       if (flight.abandoned || flight.subscribers === 0) this.#empty(flight);
-      return;
+      return joined;
     }
     const publisher = claim?.publisher;
-    if (flight.subscribers === 0) {
-      // Everyone left while the lock was taken (a follower elsewhere, if any, takes over after a lease).
-      publisher?.release();
-      this.#drop(flight);
-      return;
+    if (leader.signal.aborted) {
+      // The leader left while the lock was taken: a client that joined meanwhile takes its place.
+      if (flight.subscribers === 0) {
+        publisher?.release();
+        this.#drop(flight);
+        throw clientClosed();
+      }
     }
-    this.#start(flight, leader, next, publisher);
+    return this.#lead(flight, leader, next, publisher);
   }
 
-  /** Runs the rest of the pipeline for the flight, on a call of its own. */
-  #start(flight: Flight, leader: Call, next: Next, publisher: Publisher | undefined): void {
+  /**
+   * Runs the rest of the pipeline on the leader's own call: its signal
+   * aborts only when no client is left, and a stream is recorded by the
+   * flight (and published) as it goes to the leader. Once answered, the
+   * flight settles every client that joined, and the answer is stored.
+   */
+  async #lead(flight: Flight, leader: Call, next: Next, publisher: Publisher | undefined): Promise<void> {
     const controller = new AbortController();
-    // Only a stream writes to its call's response; a non-streamed call never does.
-    const sink = leader.stream
-      ? new EventSink(
-          (text) => {
-            flight.event(text);
-            publisher?.event(text);
-          },
-          () => flight.streamEnd(),
-        )
-      : NOT_STREAMED;
-    const own: Call = {
-      ...leader,
-      signal: controller.signal,
-      response: sink,
-      // The flight always gets the usage chunk (it is stored, and priced); each client sees it only if it asked.
-      includeUsage: leader.stream || leader.includeUsage,
-      openStream() {
-        own.streamOpened = true;
-        flight.open();
-        publisher?.open();
-      },
-      targets: leader.targets.slice(),
-      attempts: [],
-      saved: { ...leader.saved, cache: 0, promptCache: 0 },
-      ...unanswered(),
-    };
     flight.stop = () => controller.abort();
     flight.othersWaiting = publisher ? () => publisher.othersWaiting() : undefined;
     flight.release = publisher ? () => publisher.release() : undefined;
-    next(own).then(
-      () => {
-        const outcome = outcomeOf(own);
-        flight.complete(outcome);
-        publisher?.complete(outcome);
-      },
-      (err: unknown) => {
-        flight.fail(err);
-        publisher?.fail(err);
-      },
-    );
+    if (!leader.signal.aborted) flight.lead(leader);
+    else if (flight.subscribers === 0) this.#empty(flight);
+    const call = leader as Omit<Call, keyof Rewired> & Rewired;
+    const { signal, response, openStream, includeUsage } = call;
+    call.signal = controller.signal;
+    if (call.stream) {
+      // The flight always gets the usage chunk (it is stored, and priced); the leader sees it only if it asked.
+      call.includeUsage = true;
+      call.response = new EventSink(
+        (text) => {
+          const kind = flight.event(text);
+          publisher?.event(text);
+          if (flight.leaderPresent && (kind !== 'usage' || includeUsage) && !response.destroyed && !response.writableEnded) response.write(text);
+        },
+        () => {
+          flight.streamEnd();
+          if (!response.destroyed && !response.writableEnded) response.end();
+        },
+      );
+      call.openStream = () => {
+        openStream();
+        flight.open();
+        publisher?.open();
+      };
+    }
+    const restore = () => {
+      call.signal = signal;
+      call.response = response;
+      call.openStream = openStream;
+      call.includeUsage = includeUsage;
+    };
+    try {
+      await next();
+    } catch (err) {
+      restore();
+      const present = flight.leaderPresent;
+      flight.fail(err);
+      publisher?.fail(err);
+      if (!present) throw clientClosed();
+      if (call.streamOpened && !response.destroyed && !response.writableEnded) {
+        response.end(errorEvent(err instanceof HttpProblem ? err : new HttpProblem(500, 'internal_error', 'The gateway failed.', { cause: err })));
+        return;
+      }
+      throw err;
+    }
+    restore();
+    const present = flight.leaderPresent;
+    const outcome = outcomeOf(call);
+    flight.complete(outcome);
+    publisher?.complete(outcome);
+    if (!present) {
+      // The leader's client left while others waited: its record says so, and unless its stream already showed
+      // it the usage, a client that stayed pays in its place.
+      call.status = 499;
+      call.errorCode = 'client_closed_request';
+      if (!flight.leaderPays) {
+        call.usage = undefined;
+        call.costUsd = 0;
+        call.saved.promptCache = 0;
+      }
+      if (!call.streamOpened) throw clientClosed();
+    }
   }
 
   /** Nobody is left on this replica: stop the call, unless clients on other replicas still wait for it. */

@@ -90,6 +90,35 @@ describe('in-flight dedup', () => {
     assert.equal(next.headers.get('x-gateway-cache'), 'miss', 'the abandoned answer was not stored; a new call starts');
   });
 
+  test('when the client whose call is upstream leaves, one that stayed pays in its place; the leaver is recorded 499 at no cost', async () => {
+    await fresh();
+    gw.fake.setBehaviour({ latencyMs: 400, promptTokens: 300, completionTokens: 20 });
+    const body = ask('the first one leaves');
+    const leaving = new AbortController();
+    const first = fetch(`${gw.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${t.apiKey}`, 'content-type': 'application/json', 'x-request-id': 'dedup-leaver' },
+      body: JSON.stringify(body),
+      signal: leaving.signal,
+    }).catch((err: Error) => err.name);
+    await until(() => gw.fake.calls.count === 1, 'the first call upstream');
+    const staying = Array.from({ length: 3 }, () => t.openai.chat.completions.create(body).withResponse());
+    await new Promise((r) => setTimeout(r, 50));
+    leaving.abort();
+    assert.equal(await first, 'AbortError');
+    const answers = await Promise.all(staying);
+    assert.ok(answers.every((a) => a.data.choices[0]?.message.content === 'echo: the first one leaves'));
+    assert.equal(gw.fake.calls.count, 1);
+    assert.equal(gw.fake.calls.aborted, 0, 'the call went on for the others');
+    const rows = await Promise.all(answers.map((a) => usageRecord(gw, a.response.headers.get('x-gateway-request-id')!)));
+    const payers = rows.filter((r) => r.cache_status === 'miss');
+    assert.equal(payers.length, 1, 'exactly one client that stayed pays');
+    assert.equal(payers[0]!.prompt_tokens, 300);
+    assert.ok(payers[0]!.cost_usd > 0);
+    const left = await usageRecord(gw, 'dedup-leaver');
+    assert.deepEqual([left.status, left.error_code, left.cost_usd, left.prompt_tokens], [499, 'client_closed_request', 0, 0]);
+  });
+
   test('non-streamed waiters share the answer of a streamed call and the reverse', async () => {
     await fresh();
     gw.fake.setBehaviour({ latencyMs: 150, chunkDelayMs: 20, chunks: 4 });
