@@ -3,7 +3,6 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { test } from 'node:test';
-import OpenAI from 'openai';
 import { freePort } from '../helpers/auth.ts';
 import { startLiveGateway } from '../helpers/gateway-service.ts';
 

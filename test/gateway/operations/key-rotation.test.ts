@@ -8,7 +8,7 @@ import { gatewayService } from '../../../src/gateway/main.ts';
 import { loadProviderKeys } from '../../../src/gateway/provider-keys.ts';
 import { providerKeyAad } from '../../../src/gateway/schema.ts';
 import { ManualClock } from '../../../src/platform/clock.ts';
-import { ConfigError } from '../../../src/platform/config.ts';
+import type { ConfigError } from '../../../src/platform/config.ts';
 import { encrypt } from '../../../src/platform/crypto.ts';
 import { enqueueEmail, openBody } from '../../../src/platform/mail.ts';
 import { DB_KINDS } from '../../helpers/env.ts';
