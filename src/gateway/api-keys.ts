@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { randomToken, sha256 } from '../platform/crypto.ts';
-import { HttpProblem } from '../platform/errors.ts';
+import { fieldProblem, HttpProblem } from '../platform/errors.ts';
 import type { GatewayDeps } from './deps.ts';
 import type { GatewayDb, GatewayTables } from './schema.ts';
 import { type Limits, parseLimits } from './settings/limits.ts';
@@ -42,9 +42,13 @@ function toMetadata(row: Pick<ApiKeyRow, MetadataColumns>): ApiKeyMetadata {
   };
 }
 
+/** The longest key name (the API's schema and the console's form both hold to it). */
+export const KEY_NAME_MAX = 100;
+
 export function requireKeyName(input: string): string {
   const name = input.trim();
   if (name === '') throw new HttpProblem(400, 'invalid_name', 'The key name must not be empty.', { errors: [{ field: 'name', message: 'is empty' }] });
+  if (name.length > KEY_NAME_MAX) throw fieldProblem('invalid_name', 'name', `The key name must be at most ${KEY_NAME_MAX} characters.`);
   return name;
 }
 

@@ -1,6 +1,7 @@
 import { healthRoutes } from '../platform/health.ts';
 import { bearerToken, createHttpApp, type App, useErrorFormat } from '../platform/http.ts';
 import { rejectNulCharacters } from '../platform/nul-guard.ts';
+import { type ConsoleOptions, registerConsole } from './console/console.ts';
 import type { GatewayDeps } from './deps.ts';
 import { gatewayMigrations } from './migrations.ts';
 import { type DataPlaneRouteDeps, dataPlaneRoutes } from './routes/data-plane.ts';
@@ -9,7 +10,6 @@ import { controlAuthRoutes } from './routes/control-auth.ts';
 import { controlKeyRoutes } from './routes/control-keys.ts';
 import { controlLimitRoutes } from './routes/control-limits.ts';
 import { controlUsageRoutes } from './routes/control-usage.ts';
-import { magicLinkPageRoutes } from './routes/magic-link-page.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -22,12 +22,14 @@ declare module 'fastify' {
  * The gateway's control plane as a plugin the service mounts: sign-up,
  * magic-link sign-in and logout; the tenant's routes under /api/v1/tenant in
  * a scope that admits only a live session (`Authorization: Bearer gws_…`);
- * and, unless GATEWAY_MAGIC_LINK_URL points elsewhere, the sign-in page.
+ * and the web console at `/` (console/console.ts), whose sign-in pages
+ * include, unless GATEWAY_MAGIC_LINK_URL points elsewhere, the page the
+ * sign-in emails' links open.
  * Errors are problem+json (RFC 9457) with a stable code, whatever the
  * format of the app it is mounted in; bodies are bounded by the control
  * plane's own limit, not the data plane's.
  */
-export async function registerControlPlane(app: App, deps: GatewayDeps): Promise<void> {
+export async function registerControlPlane(app: App, deps: GatewayDeps, consoleOptions: ConsoleOptions = {}): Promise<void> {
   await app.register(async (control: App) => {
     useErrorFormat(control, 'problem');
     control.addHook('preValidation', rejectNulCharacters);
@@ -44,8 +46,8 @@ export async function registerControlPlane(app: App, deps: GatewayDeps): Promise
       await tenantScope.register(controlUsageRoutes, deps);
       await tenantScope.register(controlLimitRoutes, deps);
     });
-    if (!deps.config.magicLinkUrl) await control.register(magicLinkPageRoutes, deps);
   });
+  await registerConsole(app, deps, consoleOptions);
 }
 
 /** A whole app serving only the control plane (tests, and a control-plane-only deployment). */

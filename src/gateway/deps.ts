@@ -8,6 +8,7 @@ import type { OutboxContext } from '../platform/mail.ts';
 import type { Metrics } from '../platform/metrics.ts';
 import type { BudgetLedger } from './budgets/ledger.ts';
 import type { GatewayConfig } from './config.ts';
+import type { UpstreamPools } from './data-plane/upstream-pools.ts';
 import type { GatewayDb } from './schema.ts';
 
 /** What the gateway's control-plane domain functions are handed; nothing is a module-level singleton. */
@@ -40,6 +41,8 @@ export interface GatewayDeps {
   tenantChanged: (tenantId: string) => Promise<void>;
   /** The data plane's budget ledger: GET /api/v1/tenant/limits reads current consumption from it. */
   budgets: BudgetLedger;
+  /** The data plane's upstream pools (SSRF-safe connector, keep-alive): the console's provider-key test uses them. */
+  upstream: UpstreamPools;
   /**
    * Work a request starts after its reply (the magic-link email, so that the
    * reply's timing does not tell whether the address has a tenant); close() waits for it.

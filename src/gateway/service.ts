@@ -52,6 +52,7 @@ export async function createGatewayService(config: GatewayConfig, overrides: Run
         apiKeyRevoked: (keyHash) => plane.bus.publish({ kind: 'api-key', keyHash }),
         tenantChanged: (tenantId) => plane.bus.publish({ kind: 'tenant', tenantId }),
         budgets: plane.budgets,
+        upstream: plane.pools,
       };
     },
     jobs: (deps) => [{ name: 'gateway:purge', intervalMs: config.purgeIntervalMs, run: async () => void (await purgeGateway(deps)) }],

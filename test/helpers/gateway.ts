@@ -4,6 +4,7 @@ import { buildControlApp } from '../../src/gateway/app.ts';
 import { MemoryLedger } from '../../src/gateway/budgets/memory-ledger.ts';
 import { seedFromUsage } from '../../src/gateway/budgets/seed.ts';
 import { loadGatewayConfig } from '../../src/gateway/config.ts';
+import { UpstreamPools } from '../../src/gateway/data-plane/upstream-pools.ts';
 import type { GatewayDeps } from '../../src/gateway/deps.ts';
 import { gatewayMigrations } from '../../src/gateway/migrations.ts';
 import type { GatewayTables, UsageRecordRow } from '../../src/gateway/schema.ts';
@@ -13,6 +14,8 @@ import { closeDatabase, migrateToLatest, openDatabase } from '../../src/platform
 import type { App } from '../../src/platform/http.ts';
 import { createRateLimiter } from '../../src/platform/limits.ts';
 import { openBody } from '../../src/platform/mail.ts';
+import { safeConnector } from '../../src/platform/safe-connect.ts';
+import { upstreamPolicy } from '../../src/gateway/upstream-policy.ts';
 import { createMetrics } from '../../src/platform/metrics.ts';
 import { freshDatabase } from './database.ts';
 import type { DbKind } from './env.ts';
@@ -98,6 +101,11 @@ export async function startTestGateway(kind: DbKind, env: Record<string, string>
     },
     background: backgroundWork(log),
     budgets: new MemoryLedger(seedFromUsage(db)),
+    upstream: new UpstreamPools({
+      connectTimeoutMs: 2000,
+      connections: 2,
+      connector: (_origin, timeout) => safeConnector(upstreamPolicy(config.allowPrivateUpstreams), { connect: { timeout } }),
+    }),
   };
   const app = await buildControlApp(deps);
 
@@ -141,6 +149,7 @@ export async function startTestGateway(kind: DbKind, env: Record<string, string>
     },
     async close() {
       await app.close();
+      await deps.upstream.close();
       await deps.background.settled();
       await closeDatabase(db);
       await database.drop();

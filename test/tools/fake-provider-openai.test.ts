@@ -231,6 +231,9 @@ describe('fake provider, OpenAI format', () => {
     try {
       const wrong = new OpenAI({ baseURL: `${strict.url}/v1`, apiKey: 'sk-wrong', maxRetries: 0 });
       await assert.rejects(wrong.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }] }), OpenAI.AuthenticationError);
+      await assert.rejects(wrong.models.list(), OpenAI.AuthenticationError);
+      const right = new OpenAI({ baseURL: `${strict.url}/v1`, apiKey: 'sk-right', maxRetries: 0 });
+      assert.ok((await right.models.list()).data.length > 0);
     } finally {
       await strict.close();
     }

@@ -119,6 +119,14 @@ function readBody(req: IncomingMessage): Promise<string> {
   });
 }
 
+/** With `apiKey` set, the model list takes only that key (OpenAI bearer or Anthropic x-api-key), as the real lists need a valid one. */
+function keyAccepted(req: IncomingMessage, apiKey: string | undefined): boolean {
+  if (apiKey === undefined) return true;
+  const auth = req.headers.authorization;
+  const given = req.headers['x-api-key'] ?? (auth?.startsWith('Bearer ') ? auth.slice(7) : undefined);
+  return given === apiKey;
+}
+
 const send = (res: ServerResponse, a: Answer) => {
   a.headers['content-length'] = String(Buffer.byteLength(a.body));
   res.writeHead(a.status, a.headers).end(a.body);
@@ -150,7 +158,8 @@ export async function createFakeProvider(options: FakeProviderOptions = {}): Pro
     const requestId = id('req_');
     if (route === 'unknown' || route === 'models') {
       calls.add({ method: req.method ?? '', url, route, headers: req.headers, body: undefined });
-      if (route === 'models') send(res, { status: 200, headers: { 'content-type': 'application/json' }, body: format === 'anthropic' ? anthropicModels(models) : openaiModels(models) });
+      if (route === 'models' && !keyAccepted(req, options.apiKey)) send(res, errorAnswer(format, 'authentication', requestId));
+      else if (route === 'models') send(res, { status: 200, headers: { 'content-type': 'application/json' }, body: format === 'anthropic' ? anthropicModels(models) : openaiModels(models) });
       else send(res, errorAnswer(format, 'not_found', requestId, `Invalid URL (${req.method} ${url})`));
       req.resume();
       return;

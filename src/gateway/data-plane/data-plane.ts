@@ -26,6 +26,8 @@ export interface DataPlane {
   usage: UsageWriter;
   /** The budgets' ledger (the control plane reads consumption from it). */
   budgets: BudgetLedger;
+  /** The upstream pools (SSRF-safe connector): the console's provider-key test calls through them too. */
+  pools: UpstreamPools;
   /** After the HTTP server has drained: writes the queued usage records, closes pools and the bus. */
   close(): Promise<void>;
 }
@@ -103,6 +105,7 @@ export function createDataPlane(options: {
     bus,
     usage,
     budgets,
+    pools,
     async close() {
       await usage.close();
       await pools.close();

@@ -105,7 +105,19 @@ export interface StreamOptions {
   cost: (usage: TokenUsage) => number | undefined;
 }
 
+/** A GET the gateway sends on its own behalf (no client body): the path on the base URL's origin and the headers, authentication included. */
+export interface UpstreamProbe {
+  path: string;
+  headers: Record<string, string>;
+}
+
 export interface ProviderAdapter {
+  /**
+   * The provider's model list (GET {base}/models): the cheapest call that
+   * needs a valid key and costs no tokens, used to test a stored key
+   * (provider-key-check.ts).
+   */
+  modelsRequest(ctx: Pick<CallContext, 'apiKey' | 'baseUrl'>): UpstreamProbe;
   /** The upstream request for a chat request. For streams, asks the provider for usage even when the client did not (needed for cost). */
   chatRequest(request: ChatRequest, ctx: CallContext): UpstreamRequest;
   /** Translates a 2xx non-streamed upstream body; throws HttpProblem (502 `upstream_invalid_response`) on garbage. */

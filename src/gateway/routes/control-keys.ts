@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import type { App } from '../../platform/http.ts';
-import { createApiKey, listApiKeys, revokeApiKey, setApiKeyLimits } from '../api-keys.ts';
+import { createApiKey, KEY_NAME_MAX, listApiKeys, revokeApiKey, setApiKeyLimits } from '../api-keys.ts';
 import type { GatewayDeps } from '../deps.ts';
 import { deleteProviderKey, listProviderKeys, putProviderKey } from '../provider-keys.ts';
 import { Limits } from '../settings/limits.ts';
@@ -35,7 +35,7 @@ export async function controlKeyRoutes(app: App, deps: GatewayDeps): Promise<voi
     {
       schema: {
         summary: 'Create an API key (the key is in this reply only)',
-        body: Type.Object({ name: Type.String({ minLength: 1, maxLength: 100 }), limits: Type.Optional(Limits) }),
+        body: Type.Object({ name: Type.String({ minLength: 1, maxLength: KEY_NAME_MAX }), limits: Type.Optional(Limits) }),
         response: { 201: Type.Intersect([ApiKey, Type.Object({ key: Type.String() })]) },
       },
     },

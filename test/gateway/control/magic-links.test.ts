@@ -110,7 +110,7 @@ for (const kind of DB_KINDS) {
       assert.ok(Number(last.headers['retry-after']) >= 1);
     });
 
-    test('the sign-in page: GET shows a button and uses nothing up; the POST signs in, once', async () => {
+    test('the sign-in page: GET shows a button and uses nothing up; the POST (with its CSRF token) signs in, once', async () => {
       const { email, tenantId } = await gw.signup();
       await ask(email, '198.51.100.30');
       const token = tokenFromMail((await gw.mails(email)).at(-1)!.text);
@@ -119,17 +119,23 @@ for (const kind of DB_KINDS) {
       assert.match(String(page.headers['content-type']), /text\/html/);
       assert.match(String(page.headers['content-security-policy']), /default-src 'none'.*frame-ancestors 'none'/);
       assert.equal(page.headers['cache-control'], 'no-store');
-      assert.match(page.text, /<form method="post" action="\/auth\/magic-link">/);
+      assert.match(page.text, /<form method="post" action="\/auth\/magic-link"/);
       assert.ok(page.text.includes(`value="${token}"`));
       const link = await gw.deps.db.selectFrom('magic_links').select('used_at').where('token_hash', '=', sha256(token)).executeTakeFirstOrThrow();
       assert.equal(link.used_at, null, 'a GET (a mail scanner) does not use the link');
 
-      const posted = await gw.request('POST', '/auth/magic-link', { form: `token=${encodeURIComponent(token)}`, ip: '198.51.100.31' });
+      // The form's CSRF token is bound to the pre-session cookie the GET set (the console's sign-in pages, console/).
+      const cookie = String(page.headers['set-cookie']).split(';')[0]!;
+      const csrf = /name="csrf" value="([^"]+)"/.exec(page.text)![1]!;
+      const form = (t: string) => `csrf=${encodeURIComponent(csrf)}&token=${encodeURIComponent(t)}&open=token`;
+      const forged = await gw.request('POST', '/auth/magic-link', { form: `token=${encodeURIComponent(token)}`, ip: '198.51.100.31', headers: { cookie } });
+      assert.equal(forged.status, 403, 'no CSRF token: refused, and the link is not used');
+      const posted = await gw.request('POST', '/auth/magic-link', { form: form(token), ip: '198.51.100.31', headers: { cookie } });
       assert.equal(posted.status, 200);
       const session = /gws_[A-Za-z0-9_-]{43}/.exec(posted.text)?.[0];
       assert.ok(session);
       assert.equal((await gw.request('GET', '/api/v1/tenant', { token: session })).body.id, tenantId);
-      const again = await gw.request('POST', '/auth/magic-link', { form: `token=${encodeURIComponent(token)}`, ip: '198.51.100.31' });
+      const again = await gw.request('POST', '/auth/magic-link', { form: form(token), ip: '198.51.100.31', headers: { cookie } });
       assert.equal(again.status, 409);
       assert.match(again.text, /already been used/);
       const escaped = await gw.request('GET', '/auth/magic-link?token=%22%3E%3Cscript%3E');

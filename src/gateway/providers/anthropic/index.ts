@@ -1,6 +1,7 @@
 import type { ProviderAdapter } from '../types.ts';
 import { upstreamError } from './errors.ts';
-import { type AnthropicRequestOptions, chatRequest } from './request.ts';
+import { joinPath } from '../upstream-path.ts';
+import { ANTHROPIC_VERSION, type AnthropicRequestOptions, chatRequest } from './request.ts';
 import { chatResponse } from './response.ts';
 import { AnthropicStream } from './stream.ts';
 
@@ -11,6 +12,8 @@ import { AnthropicStream } from './stream.ts';
  */
 export function anthropicAdapter(provider: string, options: AnthropicRequestOptions): ProviderAdapter {
   return {
+    // GET /v1/models (Anthropic API reference, "List Models"): the same key and version headers as Messages.
+    modelsRequest: (ctx) => ({ path: joinPath(ctx.baseUrl, '/models'), headers: { 'x-api-key': ctx.apiKey, 'anthropic-version': ANTHROPIC_VERSION } }),
     chatRequest: (request, ctx) => chatRequest(request, ctx, options),
     chatResponse: (_status, body, ctx) => chatResponse(provider, body, ctx),
     chatStream: (ctx, streamOptions) => new AnthropicStream(provider, ctx, streamOptions),
