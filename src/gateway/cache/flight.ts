@@ -131,8 +131,9 @@ export class Flight {
       this.#detachLeader = undefined;
       if (this.#subs.length === 0 && !this.finished) this.#onEmpty(this);
     };
-    call.signal.addEventListener('abort', onAbort, { once: true });
-    this.#detachLeader = () => call.signal.removeEventListener('abort', onAbort);
+    const signal = call.signal;
+    signal.addEventListener('abort', onAbort, { once: true });
+    this.#detachLeader = () => signal.removeEventListener('abort', onAbort);
   }
 
   /** The streamed answer completed cleanly ([DONE], no error event): it may be stored. */

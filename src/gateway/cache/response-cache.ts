@@ -7,7 +7,7 @@ import type { Call } from '../pipeline/call.ts';
 import type { AnswerStore } from './answer-store.ts';
 import type { CachedAnswer } from './cached-answer.ts';
 import type { Flight } from './flight.ts';
-import { InFlight } from './in-flight.ts';
+import { type FlightOwner, InFlight } from './in-flight.ts';
 import { MemoryAnswerStore } from './memory-store.ts';
 import { RedisAnswerStore } from './redis-store.ts';
 import { RemoteFlights } from './remote-flights.ts';
@@ -47,7 +47,7 @@ export class ResponseCache {
     this.flights = new InFlight({
       remote: this.#remote,
       log: deps.log,
-      store: (leader, flight) => this.#keep(leader, flight),
+      store: (owner, flight) => this.#keep(owner, flight),
       fromStore: async (call) => {
         const policy = this.policy(call.tenant);
         const answer = policy.enabled && call.cacheKey ? await this.lookup(call.tenant.tenantId, call.cacheKey, policy.ttlMs) : undefined;
@@ -97,19 +97,19 @@ export class ResponseCache {
   }
 
   /** A flight's complete answer, stored for the tenant's TTL (only successful, complete answers reach here). */
-  async #keep(leader: Call, flight: Flight): Promise<void> {
-    const policy = this.policy(leader.tenant);
+  async #keep(owner: FlightOwner, flight: Flight): Promise<void> {
+    const policy = this.policy(owner.tenant);
     const outcome = flight.outcome;
-    if (!policy.enabled || !outcome || leader.noCache) return;
+    if (!policy.enabled || !outcome || owner.noCache) return;
     const answer: CachedAnswer = {
       v: 1,
-      provider: outcome.provider ?? leader.target?.provider.id ?? '',
-      model: outcome.modelUsed ?? leader.target?.model ?? '',
+      provider: outcome.provider ?? outcome.target?.provider.id ?? '',
+      model: outcome.modelUsed ?? outcome.target?.model ?? '',
       createdAt: this.#clock.now(),
       usage: outcome.usage,
       costUsd: outcome.costUsd,
       ...flight.answer(),
     };
-    await this.store.set(leader.tenant.tenantId, flight.key, answer, policy.ttlMs, policy.maxEntryBytes);
+    await this.store.set(owner.tenant.tenantId, flight.key, answer, policy.ttlMs, policy.maxEntryBytes);
   }
 }
