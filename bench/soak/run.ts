@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { random as seededRandom } from '../corpus/session.ts';
 import { Failure, type Origin } from './http.ts';
 import type { Population } from './population.ts';
 import type { Probes } from './probes.ts';
@@ -23,17 +24,6 @@ export interface TrafficRun {
 /** Beyond this many requests in flight the soak is not moderate any more: the next ones are counted as "client backlog" errors. */
 const MAX_IN_FLIGHT = 256;
 
-/** mulberry32: a small seeded generator, so that two runs with one seed send the same mix. */
-export function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
-}
 
 export async function runTraffic(
   setup: { auth: Origin; gateway: Origin; apiKey: string; population: Population; runId: string },
@@ -42,7 +32,8 @@ export async function runTraffic(
   probes: Probes,
   onWindow: (index: number) => void,
 ): Promise<TrafficRun> {
-  const random = seeded(options.seed);
+  // A seeded generator: two runs with one seed send the same mix.
+  const random = seededRandom(options.seed);
   let inFlight = 0;
   let skipped = 0;
   let serial = 0;
@@ -78,7 +69,7 @@ export async function runTraffic(
   const until = start + options.seconds * 1000;
   const arrivals = MIX.map(async (kind, index) => {
     // Each kind draws its gaps from its own generator: its arrivals do not depend on another kind's timing.
-    const gaps = seeded(options.seed * 1000 + index + 1);
+    const gaps = seededRandom(options.seed * 1000 + index + 1);
     const rate = kind.perSecond * options.scale;
     let next = start;
     for (;;) {
