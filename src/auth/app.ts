@@ -8,10 +8,13 @@ import { ClientMetadataResolver } from './oauth/client-metadata.ts';
 import type { OAuthDeps } from './oauth/clients.ts';
 import { oauthErrorProblem } from './oauth/errors.ts';
 import { accountRoutes } from './routes/account.ts';
+import { accountPageRoutes } from './routes/account-page.ts';
+import { grantRoutes } from './routes/grants.ts';
 import { oauthEndpoints } from './routes/oauth-endpoints.ts';
 import { oauthPages } from './routes/oauth-pages.ts';
 import { passwordRoutes } from './routes/password.ts';
 import { resetPageRoutes } from './routes/reset-page.ts';
+import { sessionRoutes } from './routes/sessions.ts';
 import { tokenRoutes } from './routes/tokens.ts';
 import { verifyPageRoutes } from './routes/verify-page.ts';
 
@@ -30,6 +33,8 @@ export async function buildAuthApp(deps: AuthDeps): Promise<App> {
     trustProxy: deps.config.trustProxy,
     title: 'Account service',
     version: '0.1.0',
+    // DELETE /v1/grants/{client_id}: a metadata-URL client's id is a URL (the route bounds it to 2048 characters).
+    maxParamLength: 4096,
   });
   await app.register(healthRoutes, { db: deps.db, migrations: authMigrations, metrics: deps.metrics });
   if (!deps.config.verifyUrl) await app.register(verifyPageRoutes, deps);
@@ -41,6 +46,8 @@ export async function buildAuthApp(deps: AuthDeps): Promise<App> {
     await scope.register(accountRoutes, deps);
     await scope.register(passwordRoutes, deps);
     await scope.register(tokenRoutes, deps);
+    await scope.register(sessionRoutes, deps);
+    await scope.register(grantRoutes, deps);
     if (oauth && !oauth.oauth.publicEndpoints) await scope.register(oauthScope, { deps: oauth, cors: false });
     scope.get('/openapi.json', { schema: { hide: true } }, async () => scope.swagger());
   });
@@ -71,4 +78,6 @@ async function oauthScope(app: App, opts: { deps: OAuthDeps; cors: boolean }): P
   useErrorFormat(app, 'oauth', { mapError: oauthErrorProblem });
   await app.register(oauthEndpoints, { deps: opts.deps, cors: opts.cors, apiKeys: [opts.deps.config.apiKey, ...opts.deps.config.previousApiKeys] });
   await app.register(oauthPages, opts.deps);
+  // The account page signs in through the public sign-in page, so it exists only where that page is public.
+  if (opts.deps.oauth.publicEndpoints) await app.register(accountPageRoutes, opts.deps);
 }

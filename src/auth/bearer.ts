@@ -7,8 +7,8 @@ import { PAT_PREFIX } from './tokens.ts';
 
 /** Prefix of OAuth access tokens (`oat_` + 32 random bytes, base64url). */
 export const ACCESS_TOKEN_PREFIX = 'oat_';
-/** last_used_at of a personal access token is written at most this often, to keep writes off the hot path. */
-const LAST_USED_RESOLUTION = 60_000;
+/** last_used_at of a personal access token or a session is written at most this often, to keep writes off the hot path. */
+export const LAST_USED_RESOLUTION = 60_000;
 
 // Parameters: token hash, now. Precompiled: this is the hot path of every resource server's introspection.
 // Revocation is read from the family (one primary-key lookup more): a token of a revoked family is inactive,

@@ -205,4 +205,14 @@ export const authMigrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0010_account_self_service': {
+    async up(db) {
+      // When a session was last used (written at most once a minute; sessions.ts). Rows from before stay
+      // null until their next use: the sign-in time is not a use we can claim for them.
+      await db.schema.alterTable('sessions').addColumn('last_used_at', 'bigint').execute();
+      // The client's name as the consent page showed it: a metadata-URL client's name lives only in its
+      // document, which listing the user's grants must not fetch (user-grants.ts).
+      await db.schema.alterTable('oauth_consents').addColumn('client_name', 'text').execute();
+    },
+  },
 };

@@ -24,6 +24,8 @@ export interface AuthTables {
     revoked_at: number | null;
     ip: string;
     user_agent: string | null;
+    /** Written at sign-in, then at most once a minute as the session is used (migration 0010). */
+    last_used_at: number | null;
   };
   verification_tokens: SingleUseTokenRow;
   /** Password reset links (migration 0006): single use, only the token's SHA-256 is stored. */
@@ -79,7 +81,16 @@ export interface AuthTables {
     family_id: string | null;
   };
   oauth_tokens: OAuthTokenRow;
-  oauth_consents: { user_id: string; client_id: string; redirect_uri: string; scope: string; created_at: number; updated_at: number };
+  oauth_consents: {
+    user_id: string;
+    client_id: string;
+    redirect_uri: string;
+    scope: string;
+    created_at: number;
+    updated_at: number;
+    /** The client's name as the consent page showed it (migration 0010; null on rows from before). */
+    client_name: string | null;
+  };
   outbox: OutboxTable;
   job_runs: { name: string; last_run_at: number };
 }

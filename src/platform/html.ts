@@ -10,7 +10,7 @@ export function escapeHtml(text: string): string {
 const STYLE = `
   :root { color-scheme: light dark; font-family: system-ui, sans-serif; line-height: 1.5; }
   body { margin: 0; display: grid; place-items: center; min-height: 100vh; background: Canvas; color: CanvasText; }
-  main { box-sizing: border-box; width: min(26rem, 100% - 2rem); padding: 1.5rem; border: 1px solid GrayText; border-radius: 0.75rem; }
+  main { box-sizing: border-box; width: min(26rem, 100% - 2rem); margin: 1rem 0; padding: 1.5rem; border: 1px solid GrayText; border-radius: 0.75rem; }
   h1 { font-size: 1.4rem; margin-top: 0; }
   button { font: inherit; padding: 0.6rem 1.2rem; border-radius: 0.5rem; border: 0; background: #2556d8; color: #fff; cursor: pointer; }
   button:focus-visible { outline: 3px solid #f0b400; outline-offset: 2px; }
@@ -22,6 +22,14 @@ const STYLE = `
   button.link { background: none; border: 0; padding: 0; color: inherit; font-size: inherit; text-decoration: underline; }
   form.switch { margin-top: 1.2rem; }
   ul.scopes { padding-left: 1.2rem; }
+  h2 { font-size: 1.1rem; margin: 1.5rem 0 0.25rem; }
+  ul.items { list-style: none; padding: 0; margin: 0; }
+  ul.items > li { border-top: 1px solid GrayText; padding: 0.75rem 0; }
+  ul.items p { margin: 0.2rem 0; }
+  ul.items form { margin-top: 0.5rem; }
+  .badge { font-size: 0.8rem; padding: 0 0.4rem; border: 1px solid currentColor; border-radius: 0.4rem; white-space: nowrap; }
+  .wrap { overflow-wrap: anywhere; }
+  .sr-only { position: absolute; width: 1px; height: 1px; margin: -1px; padding: 0; border: 0; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
   .muted { color: color-mix(in srgb, CanvasText 72%, Canvas); font-size: 0.9rem; }
 `;
 

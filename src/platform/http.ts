@@ -49,6 +49,12 @@ export interface AppOptions {
   errorFormat?: ErrorFormat;
   /** The app's own error classes, for the format (see ErrorFormatOptions). */
   mapError?: ErrorFormatOptions['mapError'];
+  /**
+   * The longest path parameter (once decoded) a route matches; a longer one is
+   * refused before routing (400 malformed_request). Fastify's default, 100,
+   * unless set.
+   */
+  maxParamLength?: number;
 }
 
 /**
@@ -63,6 +69,7 @@ export async function createHttpApp(options: AppOptions): Promise<App> {
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: options.bodyLimit,
     trustProxy: fastifyTrustProxy(options.trustProxy),
+    ...(options.maxParamLength ? { routerOptions: { maxParamLength: options.maxParamLength } } : {}),
     requestIdHeader: 'x-request-id',
     // Time-ordered (UUIDv7): the gateway keys its usage records by request id.
     genReqId: () => uuidV7(),

@@ -100,6 +100,10 @@ for (const kind of DB_KINDS) {
       ['POST', '/v1/login'],
       ['POST', '/v1/logout'],
       ['GET', '/v1/me'],
+      ['GET', '/v1/sessions'],
+      ['DELETE', '/v1/sessions/00000000-0000-4000-8000-000000000000'],
+      ['GET', '/v1/grants'],
+      ['DELETE', '/v1/grants/svc_x'],
       ['GET', '/openapi.json'],
     ];
 

@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { randomToken, safeEqual } from '../../platform/crypto.ts';
 import type { User } from '../schema.ts';
-import { revokeSession, userForSession } from '../sessions.ts';
+import { findSession, type LiveSession, revokeSession } from '../sessions.ts';
 import type { OAuthDeps } from './clients.ts';
 import { param } from './errors.ts';
 
@@ -32,10 +32,15 @@ export class BrowserSession {
     this.#cookie = { path: '/', httpOnly: true, sameSite: 'lax', secure };
   }
 
+  /** The browser's live session (its id and user), or null. */
+  async live(request: FastifyRequest): Promise<LiveSession | null> {
+    const token = request.cookies[this.#session];
+    return token ? findSession(this.#deps, token) : null;
+  }
+
   /** The signed-in user, or null. */
   async user(request: FastifyRequest): Promise<User | null> {
-    const token = request.cookies[this.#session];
-    return token ? userForSession(this.#deps, token) : null;
+    return (await this.live(request))?.user ?? null;
   }
 
   /** Starts the browser session after a sign-in. */

@@ -48,7 +48,8 @@ const registeredClientQuery = precompiled((db: Kysely<AuthTables>) =>
   db.selectFrom('oauth_clients').selectAll().where('client_id', '=', ''),
 );
 
-function hostOf(uri: string | null | undefined): string | null {
+/** The host of a URI (or its scheme, for a private-use scheme), or null when it is not a URI. */
+export function hostOf(uri: string | null | undefined): string | null {
   if (!uri) return null;
   try {
     const url = new URL(uri);
@@ -65,21 +66,7 @@ function hostOf(uri: string | null | undefined): string | null {
  * counts the fetch in its OAUTH_LIMIT_METADATA_FETCH bucket.
  */
 export async function findClient(deps: OAuthDeps, clientId: string, options: { ip?: string } = {}): Promise<OAuthClient | null> {
-  if (clientId === deps.oauth.clientId) {
-    const host = hostOf(deps.oauth.redirectUris[0]) ?? 'unknown';
-    return {
-      id: clientId,
-      kind: 'static',
-      name: host,
-      host,
-      metadataHost: null,
-      redirectUris: deps.oauth.redirectUris,
-      applicationType: 'web',
-      grantTypes: ['authorization_code', 'refresh_token'],
-      confidential: true,
-      allowedScopes: null,
-    };
-  }
+  if (clientId === deps.oauth.clientId) return staticClient(deps.oauth);
   if (isMetadataClientId(clientId)) {
     const doc = await deps.metadata.resolve(clientId, options);
     const host = hostOf(doc.clientUri) ?? hostOf(doc.redirectUris[0]) ?? 'unknown';
@@ -99,6 +86,23 @@ export async function findClient(deps: OAuthDeps, clientId: string, options: { i
   if (!clientId.startsWith('svc_') || clientId.length > 64) return null;
   const row = await registeredClientQuery(deps.db, [clientId]);
   return row ? registeredClient(row) : null;
+}
+
+/** The static confidential client of the environment (OAUTH_CLIENT_ID): named after its first redirect URI's host. */
+export function staticClient(oauth: Pick<OAuthConfig, 'clientId' | 'redirectUris'>): OAuthClient {
+  const host = hostOf(oauth.redirectUris[0]) ?? 'unknown';
+  return {
+    id: oauth.clientId,
+    kind: 'static',
+    name: host,
+    host,
+    metadataHost: null,
+    redirectUris: oauth.redirectUris,
+    applicationType: 'web',
+    grantTypes: ['authorization_code', 'refresh_token'],
+    confidential: true,
+    allowedScopes: null,
+  };
 }
 
 /** The columns of a registered client's row that its OAuthClient is made of. */

@@ -39,14 +39,19 @@ export async function consentCovers(deps: OAuthDeps, userId: string, request: Pe
   return scopesCovered(await grantedScopes(deps, userId, request), request.scope);
 }
 
-/** Remembers consent: the union of what was granted before and now, for this client and redirect URI. */
-export async function rememberConsent(deps: OAuthDeps, userId: string, request: PendingRequest): Promise<void> {
+/**
+ * Remembers consent: the union of what was granted before and now, for this
+ * client and redirect URI, with the client's name as the page showed it (the
+ * user's list of grants shows it without fetching a metadata document).
+ */
+export async function rememberConsent(deps: OAuthDeps, userId: string, request: PendingRequest, client: Pick<OAuthClient, 'name'>): Promise<void> {
   const now = deps.clock.now();
   const before = await grantedScopes(deps, userId, request);
   const scope = formatScope(parseScope([...before, ...request.scope].join(' ')));
+  const client_name = client.name;
   await deps.db
     .insertInto('oauth_consents')
-    .values({ user_id: userId, client_id: request.clientId, redirect_uri: request.redirectUri, scope, created_at: now, updated_at: now })
-    .onConflict((oc) => oc.columns(['user_id', 'client_id', 'redirect_uri']).doUpdateSet({ scope, updated_at: now }))
+    .values({ user_id: userId, client_id: request.clientId, redirect_uri: request.redirectUri, scope, created_at: now, updated_at: now, client_name })
+    .onConflict((oc) => oc.columns(['user_id', 'client_id', 'redirect_uri']).doUpdateSet({ scope, updated_at: now, client_name }))
     .execute();
 }

@@ -3,6 +3,7 @@ import { escapeHtml, sendPage } from '../../platform/html.ts';
 import { SCOPES } from '../scopes.ts';
 import type { PendingRequest } from './authorize.ts';
 import type { OAuthClient } from './clients.ts';
+import { type ReturnPath, returnPurpose } from './return-paths.ts';
 
 /** Origin (or private-use scheme) of a redirect URI, for the pages' CSP form-action. */
 export function formActionSource(redirectUri: string): string {
@@ -15,31 +16,39 @@ function clientLine(client: OAuthClient): string {
   return `<strong>${escapeHtml(client.name)}</strong> <span class="muted">at ${escapeHtml(client.host)}${via}</span>`;
 }
 
-function hidden(name: string, value: string): string {
+export function hidden(name: string, value: string): string {
   return `<input type="hidden" name="${name}" value="${escapeHtml(value)}">`;
 }
 
+/** What a sign-in is for: a pending authorization request, or one of the service's own pages to return to. */
+export type SignInTarget =
+  | { kind: 'authorize'; client: OAuthClient; request: PendingRequest }
+  | { kind: 'return'; path: ReturnPath };
+
 export function loginPage(
   reply: FastifyReply,
-  args: { status: number; action: string; client: OAuthClient; request: PendingRequest; csrf: string; email?: string; error?: string },
+  args: { status: number; action: string; target: SignInTarget; csrf: string; email?: string; error?: string },
 ): FastifyReply {
   const error = args.error ? `<p class="error" role="alert">${escapeHtml(args.error)}</p>` : '';
+  const { target } = args;
+  const purpose = target.kind === 'authorize' ? `to continue to ${clientLine(target.client)}` : escapeHtml(returnPurpose(target.path));
+  const returnField = target.kind === 'authorize' ? hidden('request', target.request.id) : hidden('return_to', target.path);
   return sendPage(
     reply,
     args.status,
     'Sign in',
     `<h1>Sign in</h1>
-     <p>to continue to ${clientLine(args.client)}</p>
+     <p>${purpose}</p>
      ${error}
      <form method="post" action="${escapeHtml(args.action)}">
-       ${hidden('request', args.request.id)}${hidden('csrf', args.csrf)}
+       ${returnField}${hidden('csrf', args.csrf)}
        <label for="email">Email</label>
        <input id="email" name="email" type="email" autocomplete="username" required value="${escapeHtml(args.email ?? '')}">
        <label for="password">Password</label>
        <input id="password" name="password" type="password" autocomplete="current-password" required>
        <div class="actions"><button type="submit">Sign in</button></div>
      </form>`,
-    { formAction: [formActionSource(args.request.redirectUri)] },
+    { formAction: target.kind === 'authorize' ? [formActionSource(target.request.redirectUri)] : [] },
   );
 }
 

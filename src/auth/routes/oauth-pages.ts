@@ -9,7 +9,8 @@ import { findClient, type OAuthClient, type OAuthDeps } from '../oauth/clients.t
 import { rememberConsent } from '../oauth/consents.ts';
 import { accessDenied, OAuthError, param } from '../oauth/errors.ts';
 import { nextStep } from '../oauth/next-step.ts';
-import { consentPage, errorPage, loginPage, signedOutPage, signOutPage } from '../oauth/pages.ts';
+import { consentPage, errorPage, loginPage, type SignInTarget, signedOutPage, signOutPage } from '../oauth/pages.ts';
+import { returnPath } from '../oauth/return-paths.ts';
 import { discardPendingRequest, issueCode, loadPendingRequest, markAuthenticated, savePendingRequest } from '../oauth/pending-requests.ts';
 import type { User } from '../schema.ts';
 
@@ -79,20 +80,36 @@ export async function oauthPages(app: App, deps: OAuthDeps): Promise<void> {
     }),
   );
 
+  /**
+   * What the sign-in form is for: the pending authorization request it names,
+   * or else the page of ours it names to return to (a closed list, never a
+   * URL; only where those pages are served: OAUTH_PUBLIC_ENDPOINTS); null
+   * when neither.
+   */
+  async function signInTarget(source: unknown): Promise<SignInTarget | null> {
+    const requestId = param(source, 'request');
+    if (requestId !== undefined) {
+      const found = await pending(requestId);
+      return found ? { kind: 'authorize', ...found } : null;
+    }
+    const path = deps.oauth.publicEndpoints ? returnPath(param(source, 'return_to')) : null;
+    return path ? { kind: 'return', path } : null;
+  }
+
   app.get('/oauth/login', { schema: { hide: true } }, async (request, reply) =>
     page(reply, 303, async () => {
-      const found = await pending(param(request.query, 'request'));
-      if (!found) return expired(reply);
+      const target = await signInTarget(request.query);
+      if (!target) return expired(reply);
       const csrf = session.csrfToken(request, reply);
-      return loginPage(reply, { status: 200, action: `${deps.issuer}/oauth/login`, client: found.client, request: found.request, csrf });
+      return loginPage(reply, { status: 200, action: `${deps.issuer}/oauth/login`, target, csrf });
     }),
   );
 
   app.post('/oauth/login', { schema: { hide: true } }, async (request, reply) =>
     page(reply, 303, async () => {
       session.checkForm(request);
-      const found = await pending(param(request.body, 'request'));
-      if (!found) return expired(reply);
+      const target = await signInTarget(request.body);
+      if (!target) return expired(reply);
       const email = param(request.body, 'email') ?? '';
       const password = param(request.body, 'password') ?? '';
       let result: Awaited<ReturnType<typeof login>>;
@@ -103,12 +120,12 @@ export async function oauthPages(app: App, deps: OAuthDeps): Promise<void> {
         if (!(err instanceof HttpProblem) || err.status >= 500) throw err;
         reply.headers(err.headers);
         const csrf = session.postedCsrf(request);
-        const args = { status: err.status, action: `${deps.issuer}/oauth/login`, client: found.client, request: found.request, csrf };
-        return loginPage(reply, { ...args, email, error: err.message });
+        return loginPage(reply, { status: err.status, action: `${deps.issuer}/oauth/login`, target, csrf, email, error: err.message });
       }
       session.signIn(reply, result.sessionToken, result.expiresAt);
-      await markAuthenticated(deps, found.request);
-      return reply.redirect(await advance(found.client, found.request, result.user), 303);
+      if (target.kind === 'return') return reply.redirect(`${deps.issuer}${target.path}`, 303);
+      await markAuthenticated(deps, target.request);
+      return reply.redirect(await advance(target.client, target.request, result.user), 303);
     }),
   );
 
@@ -142,7 +159,7 @@ export async function oauthPages(app: App, deps: OAuthDeps): Promise<void> {
         const denied = accessDenied('The user denied the request.');
         return reply.redirect(errorRedirect(deps, found.request.redirectUri, found.request.state, denied), 303);
       }
-      await rememberConsent(deps, user.id, found.request);
+      await rememberConsent(deps, user.id, found.request, found.client);
       return reply.redirect(await issueCode(deps, user.id, found.request), 303);
     }),
   );

@@ -1,9 +1,9 @@
+import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { HttpProblem } from '../../platform/errors.ts';
-import { type App, bearerToken } from '../../platform/http.ts';
+import type { App } from '../../platform/http.ts';
 import type { AuthDeps } from '../deps.ts';
-import { userForSession } from '../sessions.ts';
 import { createToken, listTokens, revokeToken } from '../tokens.ts';
+import { requireLiveSession } from './session-auth.ts';
 
 const TokenMetadata = Type.Object({
   id: Type.String(),
@@ -16,11 +16,7 @@ const TokenMetadata = Type.Object({
 
 /** Personal access tokens: X-Api-Key (checked by the enclosing scope) plus the user's Bearer session. */
 export async function tokenRoutes(app: App, deps: AuthDeps): Promise<void> {
-  async function sessionUserId(header: string | undefined): Promise<string> {
-    const user = header ? await userForSession(deps, header) : null;
-    if (!user) throw new HttpProblem(401, 'invalid_session', 'Send a live session token as "Authorization: Bearer <token>".');
-    return user.id;
-  }
+  const sessionUserId = async (request: FastifyRequest) => (await requireLiveSession(deps, request)).user.id;
 
   app.post(
     '/v1/tokens',
@@ -36,7 +32,7 @@ export async function tokenRoutes(app: App, deps: AuthDeps): Promise<void> {
       },
     },
     async (request, reply) => {
-      const userId = await sessionUserId(bearerToken(request));
+      const userId = await sessionUserId(request);
       const { name, scope, expires_in_days } = request.body;
       const created = await createToken(deps, userId, { name, scope, expiresInDays: expires_in_days });
       return reply.status(201).header('cache-control', 'no-store').send(created);
@@ -46,14 +42,14 @@ export async function tokenRoutes(app: App, deps: AuthDeps): Promise<void> {
   app.get(
     '/v1/tokens',
     { schema: { summary: "The user's tokens (metadata only)", response: { 200: Type.Object({ tokens: Type.Array(TokenMetadata) }) } } },
-    async (request) => ({ tokens: await listTokens(deps, await sessionUserId(bearerToken(request))) }),
+    async (request) => ({ tokens: await listTokens(deps, await sessionUserId(request)) }),
   );
 
   app.delete(
     '/v1/tokens/:id',
     { schema: { summary: 'Revoke a token (idempotent)', params: Type.Object({ id: Type.String({ maxLength: 64 }) }) } },
     async (request, reply) => {
-      await revokeToken(deps, await sessionUserId(bearerToken(request)), request.params.id);
+      await revokeToken(deps, await sessionUserId(request), request.params.id);
       return reply.status(204).send();
     },
   );
