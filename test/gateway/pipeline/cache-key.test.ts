@@ -22,7 +22,8 @@ const key = (body: ChatRequest, tenant = 'tenant-a', target = 'openai/gpt-4o-min
 function reorder(value: unknown, order: (keys: string[]) => string[]): unknown {
   if (Array.isArray(value)) return value.map((v) => reorder(v, order));
   if (value === null || typeof value !== 'object') return value;
-  const out: Record<string, unknown> = {};
+  // A null prototype: assigning "__proto__" (fast-check generates it) makes an own key, as JSON.parse does.
+  const out: Record<string, unknown> = Object.create(null);
   for (const k of order(Object.keys(value))) out[k] = reorder((value as Record<string, unknown>)[k], order);
   return out;
 }
