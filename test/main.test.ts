@@ -29,12 +29,13 @@ describe('npm start (src/main.ts) and npm run migrate (src/migrate.ts)', () => {
     assert.match(await run(), /^auth \(sqlite\): up to date$/m);
   });
 
-  test('starts every service on embedded defaults, prints its URL and development key, answers, and exits 0 on SIGTERM', async () => {
+  test('starts every service on embedded defaults, prints its URL and development key, wires the console\'s account sign-in, answers, and exits 0 on SIGTERM', async () => {
     const dataDir = join(dir, 'start');
     const port = await freePort();
+    const gatewayPort = await freePort();
     const child = spawn(process.execPath, ['src/main.ts'], {
       cwd: ROOT,
-      env: { PATH: process.env['PATH'] ?? '', DATA_DIR: dataDir, AUTH_PORT: String(port), LOG_LEVEL: 'info' },
+      env: { PATH: process.env['PATH'] ?? '', DATA_DIR: dataDir, AUTH_PORT: String(port), GATEWAY_PORT: String(gatewayPort), LOG_LEVEL: 'info' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stderr = '';
@@ -46,7 +47,8 @@ describe('npm start (src/main.ts) and npm run migrate (src/migrate.ts)', () => {
     const listening = new Promise<boolean>((resolve) => {
       createInterface({ input: child.stdout }).on('line', (line) => {
         lines.push(line);
-        if (line.includes('development API key')) resolve(true);
+        // The gateway starts last; the wiring is printed right after its listening line.
+        if (line.includes('AI gateway listening')) setTimeout(() => resolve(true), 500);
       });
       void exited.then(() => resolve(false));
     });
@@ -58,6 +60,26 @@ describe('npm start (src/main.ts) and npm run migrate (src/migrate.ts)', () => {
       assert.ok(logged.some((l) => l.msg.includes(`X-Api-Key: ${secrets['AUTH_API_KEY']}`)), 'the development key is kept under DATA_DIR and printed');
       assert.equal((await fetch(`http://127.0.0.1:${port}/healthz`)).status, 200);
       assert.ok(existsSync(join(dataDir, 'auth.sqlite')));
+
+      // The wiring: one client, its secret generated into the development secrets, known to both services.
+      const gatewayUrl = `http://localhost:${gatewayPort}`;
+      const redirectUri = `${gatewayUrl}/sign-in/account/callback`;
+      assert.ok(logged.some((l) => l.name === 'gateway' && l.msg.includes(`public URL ${gatewayUrl}`)), 'the gateway\'s URL is printed');
+      assert.ok(
+        logged.some((l) => l.msg.includes(`"Sign in with your account" is wired to the account service at http://localhost:${port} (client gateway-console`)),
+        'the wiring is printed',
+      );
+      assert.ok(secrets['GATEWAY_ACCOUNTS_CLIENT_SECRET'], 'the client secret is a development secret');
+      assert.ok(!lines.join('\n').includes(secrets['GATEWAY_ACCOUNTS_CLIENT_SECRET']!), 'and is never printed');
+      const metadata = (await (await fetch(`http://127.0.0.1:${port}/.well-known/oauth-authorization-server`)).json()) as { issuer: string };
+      assert.equal(metadata.issuer, `http://localhost:${port}`, 'OAuth is on and public');
+      const authorize = new URL(`http://127.0.0.1:${port}/oauth/authorize`);
+      authorize.search = new URLSearchParams({ response_type: 'code', client_id: 'gateway-console', redirect_uri: redirectUri, scope: 'identity', state: 's', code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256' }).toString();
+      const toLogin = await fetch(authorize, { redirect: 'manual' });
+      assert.equal(toLogin.status, 302, 'the account service knows the console as a client with its redirect URI');
+      assert.match(toLogin.headers.get('location') ?? '', /\/oauth\/login\?/);
+      const signIn = await (await fetch(`http://127.0.0.1:${gatewayPort}/sign-in`)).text();
+      assert.match(signIn, /<form method="post" action="\/sign-in\/account">/, 'the console shows the button');
     } finally {
       child.kill('SIGTERM');
       const [code] = await exited;

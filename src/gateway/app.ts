@@ -2,6 +2,7 @@ import { healthRoutes } from '../platform/health.ts';
 import { bearerToken, createHttpApp, type App, useErrorFormat } from '../platform/http.ts';
 import { rejectNulCharacters } from '../platform/nul-guard.ts';
 import { type ConsoleOptions, registerConsole } from './console/console.ts';
+import { accountSignIn } from './console/pages/account-sign-in.ts';
 import type { GatewayDeps } from './deps.ts';
 import { gatewayMigrations } from './migrations.ts';
 import { type DataPlaneRouteDeps, dataPlaneRoutes } from './routes/data-plane.ts';
@@ -47,7 +48,12 @@ export async function registerControlPlane(app: App, deps: GatewayDeps, consoleO
       await tenantScope.register(controlLimitRoutes, deps);
     });
   });
-  await registerConsole(app, deps, consoleOptions);
+  // GATEWAY_ACCOUNTS_*: the account service's sign-in, beside whatever the caller plugs in.
+  const accounts = deps.config.accounts ? accountSignIn(deps.config.accounts) : {};
+  await registerConsole(app, deps, {
+    signInButtons: [...(accounts.signInButtons ?? []), ...(consoleOptions.signInButtons ?? [])],
+    signInRoutes: [...(accounts.signInRoutes ?? []), ...(consoleOptions.signInRoutes ?? [])],
+  });
 }
 
 /** A whole app serving only the control plane (tests, and a control-plane-only deployment). */

@@ -28,6 +28,8 @@ export interface GatewayConfig extends SharedSettings {
   adminToken: string | undefined;
   /** Template with `{token}`; undefined: the gateway's own /auth/magic-link page. */
   magicLinkUrl: string | undefined;
+  /** The console's "Sign in with your account" (GATEWAY_ACCOUNTS_*): the account service as an OAuth client of it; undefined: off. */
+  accounts: AccountsSignIn | undefined;
   magicLinkTtlMs: number;
   sessionTtlMs: number;
   limits: { signup: RateSetting; magicLink: RateSetting; magicLinkPerEmail: RateSetting; verify: RateSetting };
@@ -70,6 +72,19 @@ export interface GatewayConfig extends SharedSettings {
     dedupLeaseMs: number;
   };
 }
+
+/** The account service's OAuth server, and the gateway's confidential client there. */
+export interface AccountsSignIn {
+  /** GATEWAY_ACCOUNTS_URL: the account service's public URL, its OAuth issuer (RFC 8414). */
+  issuer: string;
+  clientId: string;
+  clientSecret: string;
+  /** GATEWAY_BASE_URL + ACCOUNTS_CALLBACK_PATH: must be listed in the account service's OAUTH_CLIENT_REDIRECT_URIS. */
+  redirectUri: string;
+}
+
+/** Where the account service sends the browser back (console/account-sign-in.ts). */
+export const ACCOUNTS_CALLBACK_PATH = '/sign-in/account/callback';
 
 export interface RoutingConfig {
   /** Retries of one model after a 429, 408, 5xx or timeout, before its fallbacks. */
@@ -119,6 +134,7 @@ export function loadGatewayConfig(env: Record<string, string | undefined> = proc
   if (adminToken && adminToken.length < 32) r.problems.push('GATEWAY_ADMIN_TOKEN must be at least 32 characters');
   const magicLinkUrl = r.string('GATEWAY_MAGIC_LINK_URL');
   if (magicLinkUrl && !magicLinkUrl.includes('{token}')) r.problems.push('GATEWAY_MAGIC_LINK_URL must contain {token}');
+  const accounts = readAccountsSignIn(r, baseUrl, production);
   const trustProxy = parseTrustProxy('GATEWAY_TRUST_PROXY', r.string('GATEWAY_TRUST_PROXY'));
   if ('problem' in trustProxy) r.problems.push(trustProxy.problem);
   const allowPrivateUpstreams = parsePrivateUpstreams(r.string('GATEWAY_ALLOW_PRIVATE_UPSTREAMS'), r.problems);
@@ -137,6 +153,7 @@ export function loadGatewayConfig(env: Record<string, string | undefined> = proc
     signup,
     adminToken,
     magicLinkUrl,
+    accounts,
     magicLinkTtlMs: 15 * MINUTE,
     sessionTtlMs: r.int('GATEWAY_SESSION_TTL_DAYS', 30, 1, 365) * DAY,
     limits: {
@@ -188,6 +205,24 @@ export function loadGatewayConfig(env: Record<string, string | undefined> = proc
   r.throwIfProblems();
   if (!encryptionKeyText) config.encryptionKey = parseKey(devSecret(dataDir, 'GATEWAY_ENCRYPTION_KEY'))!;
   return config;
+}
+
+const ACCOUNTS_VARIABLES = ['GATEWAY_ACCOUNTS_URL', 'GATEWAY_ACCOUNTS_CLIENT_ID', 'GATEWAY_ACCOUNTS_CLIENT_SECRET'] as const;
+
+/** GATEWAY_ACCOUNTS_URL, _CLIENT_ID and _CLIENT_SECRET: all three (the console's account sign-in) or none (off). */
+function readAccountsSignIn(r: EnvReader, baseUrl: string | undefined, production: boolean): AccountsSignIn | undefined {
+  const set = ACCOUNTS_VARIABLES.filter((name) => r.string(name) !== undefined);
+  if (set.length === 0) return undefined;
+  if (set.length < ACCOUNTS_VARIABLES.length) {
+    const missing = ACCOUNTS_VARIABLES.filter((name) => !set.includes(name));
+    r.problems.push(`${missing.join(' and ')} must be set with ${set.join(' and ')}: the console's "Sign in with your account" needs all of GATEWAY_ACCOUNTS_URL, GATEWAY_ACCOUNTS_CLIENT_ID and GATEWAY_ACCOUNTS_CLIENT_SECRET (none turns it off)`);
+    return undefined;
+  }
+  const issuer = r.url('GATEWAY_ACCOUNTS_URL') ?? '';
+  const clientSecret = r.string('GATEWAY_ACCOUNTS_CLIENT_SECRET') ?? '';
+  if (production && URL.canParse(issuer) && new URL(issuer).protocol !== 'https:') r.problems.push('GATEWAY_ACCOUNTS_URL must be https when NODE_ENV=production');
+  if (production && clientSecret.length < 32) r.problems.push('GATEWAY_ACCOUNTS_CLIENT_SECRET must be at least 32 characters when NODE_ENV=production');
+  return { issuer, clientId: r.string('GATEWAY_ACCOUNTS_CLIENT_ID') ?? '', clientSecret, redirectUri: `${baseUrl ?? ''}${ACCOUNTS_CALLBACK_PATH}` };
 }
 
 /** GATEWAY_USAGE_JOURNAL_DIR: a directory, `off`, or unset for DATA_DIR/usage-journal. */

@@ -40,6 +40,11 @@ export async function startGateway(config: GatewayConfig): Promise<GatewayServic
   log.info(
     `AI gateway listening on ${address}, public URL ${config.baseUrl} (${service.deps.dialect}${config.redisUrl ? ', redis' : ''}, sign-up ${config.signup}); OpenAI base URL ${config.baseUrl}/v1`,
   );
+  if (config.accounts) {
+    log.info(
+      `console: "Sign in with your account" is wired to the account service at ${config.accounts.issuer} (client ${config.accounts.clientId}, redirect URI ${config.accounts.redirectUri}); sign in at ${config.baseUrl}/sign-in`,
+    );
+  }
   return service;
 }
 

@@ -118,3 +118,46 @@ export async function updateTenant(
   if (changes.storeBodies !== undefined || settingsChanged) await deps.tenantChanged(tenantId);
   return getTenant(deps, tenantId);
 }
+
+/**
+ * The workspace of an address the account service has verified (the
+ * console's "Sign in with your account"), in this order:
+ * 1. a workspace with this address (magic-link sign-up or an earlier account
+ *    sign-in): that one, whatever GATEWAY_SIGNUP says (as a magic link would);
+ * 2. GATEWAY_SIGNUP `closed` or `token`: refused, since a new workspace is a
+ *    sign-up and only an operator may create it (403 signup_by_invitation);
+ * 3. the per-IP sign-up bucket;
+ * 4. a new workspace named after the address (its local part), with no API key yet (the
+ *    console creates one and shows it); two concurrent first sign-ins of one
+ *    address end in the same workspace (the unique address decides).
+ */
+export async function tenantForVerifiedEmail(
+  deps: Pick<GatewayDeps, 'db' | 'clock' | 'config' | 'limiters' | 'metrics'>,
+  input: { email: string; ip: string },
+): Promise<{ tenantId: string; created: boolean }> {
+  const email = requireEmail(input.email);
+  const find = () => deps.db.selectFrom('tenants').select('id').where('email', '=', email).executeTakeFirst();
+  const existing = await find();
+  if (existing) return { tenantId: existing.id, created: false };
+  if (deps.config.signup !== 'open') {
+    throw new HttpProblem(
+      403,
+      'signup_by_invitation',
+      `There is no workspace for ${email} on this gateway, and new workspaces are created by an operator here. Ask an operator of this gateway to invite you (create a workspace for this address); then sign in again.`,
+    );
+  }
+  const limit = await deps.limiters.signup.consume(input.ip);
+  if (!limit.allowed) {
+    deps.metrics.rateLimited.inc({ bucket: 'signup' });
+    throw tooManyRequests('rate_limited', 'Too many sign-ups from this IP address; try again later.', limit.retryAfterMs);
+  }
+  const tenantId = randomUUID();
+  try {
+    await deps.db.insertInto('tenants').values({ id: tenantId, name: email.split('@')[0]!, email, store_bodies: 0, settings: '{}', created_at: deps.clock.now() }).execute();
+    return { tenantId, created: true };
+  } catch (err) {
+    const raced = isUniqueViolation(err) ? await find() : undefined;
+    if (raced) return { tenantId: raced.id, created: false };
+    throw err;
+  }
+}

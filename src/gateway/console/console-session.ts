@@ -70,7 +70,7 @@ export async function setConsoleSession(
  * Signs a browser in to the console as `tenantId`: a fresh control-plane
  * session (GATEWAY_SESSION_TTL_DAYS) in the cookie. For a sign-in method
  * that has already established who the person is and which workspace is
- * theirs (the account service's OAuth sign-in is to call this, from a route
+ * theirs (the account service's OAuth sign-in calls this, from a route
  * given as ConsoleOptions.signInRoutes); the caller then redirects to `/`.
  */
 export async function startConsoleSession(

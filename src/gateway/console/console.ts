@@ -23,7 +23,7 @@ declare module 'fastify' {
 
 /**
  * Where another sign-in method plugs in (the account service's OAuth
- * sign-in, to come): its buttons, drawn under the magic-link form with the
+ * sign-in, pages/account-sign-in.ts, is one; app.ts adds it when GATEWAY_ACCOUNTS_* are set): its buttons, drawn under the magic-link form with the
  * page's CSRF token, and its routes, registered beside the magic-link ones
  * (their POSTs CSRF-checked alike); they sign the browser in with
  * startConsoleSession (console-session.ts).

@@ -12,6 +12,17 @@ import { csrfField } from './forms.ts';
 export const CONSOLE_CSP =
   "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
+/**
+ * The policy of a page whose form posts to the console and is answered with a
+ * redirect to another origin (the account sign-in's button, redirected to the
+ * account service's authorization endpoint): browsers hold every redirect of
+ * a form submission to form-action, so that origin is added there, and only there.
+ */
+export function consoleCsp(formActionOrigins: readonly string[] = []): string {
+  if (formActionOrigins.length === 0) return CONSOLE_CSP;
+  return CONSOLE_CSP.replace("form-action 'self'", `form-action 'self' ${formActionOrigins.join(' ')}`);
+}
+
 export type NavId = 'overview' | 'usage' | 'requests' | 'api-keys' | 'provider-keys' | 'settings' | 'quick-start';
 
 /** The console's sections, in order; those without `href` are not built yet and show as "coming". */
@@ -63,11 +74,11 @@ function navItem(item: (typeof NAV)[number], current: NavId | undefined): string
 }
 
 /** Sends a console page with the headers every one carries: the CSP above, never framed, cached or sniffed. */
-export function sendConsolePage(reply: FastifyReply, status: number, html: string): FastifyReply {
+export function sendConsolePage(reply: FastifyReply, status: number, html: string, formActionOrigins: readonly string[] = []): FastifyReply {
   return reply
     .status(status)
     .type('text/html; charset=utf-8')
-    .header('content-security-policy', CONSOLE_CSP)
+    .header('content-security-policy', consoleCsp(formActionOrigins))
     .header('x-frame-options', 'DENY')
     // same-origin, not no-referrer: under no-referrer browsers send `Origin: null` on our own form posts.
     .header('referrer-policy', 'same-origin')

@@ -17,6 +17,8 @@ import { renderPage, sendConsolePage } from '../layout.ts';
 export interface SignInButton {
   label: string;
   action: string;
+  /** Origins `action` answers with a redirect to (the sign-in page's form-action must allow them, layout.ts consoleCsp). */
+  redirectsTo?: readonly string[];
 }
 
 /** Routes of another sign-in method, registered in the sign-in scope: their POSTs get the same CSRF check. */
@@ -46,6 +48,8 @@ export async function signInPages(app: App, ctx: ConsoleContext): Promise<void> 
   const { deps, assets, cookies, csrf } = ctx;
   const page = (title: string, body: string) => renderPage({ assets, title }, body);
   const minutes = Math.round(deps.config.magicLinkTtlMs / 60_000);
+  // The pages that draw the buttons let their forms' redirects through (layout.ts consoleCsp).
+  const buttonOrigins = [...new Set(ctx.signInButtons.flatMap((b) => b.redirectsTo ?? []))];
   // Every POST of this scope, ConsoleOptions.signInRoutes' included, after the body is parsed and before it is read.
   app.addHook('preValidation', async (request: FastifyRequest) => {
     if (request.method === 'POST') csrf.checkPost(request, postedPreSession(cookies, request), ctx.allowedOrigins);
@@ -69,14 +73,14 @@ export async function signInPages(app: App, ctx: ConsoleContext): Promise<void> 
     if (await readConsoleSession(deps, cookies, request)) return reply.redirect('/', 303);
     const token = csrf.tokenFor(preSessionBinding(cookies, request, reply));
     const notice = request.query.signed_out ? '<p class="notice" role="status">You are signed out.</p>' : '';
-    return sendConsolePage(reply, 200, page('Sign in', notice + signInForm(token, '', {})));
+    return sendConsolePage(reply, 200, page('Sign in', notice + signInForm(token, '', {})), buttonOrigins);
   });
 
   app.post('/sign-in', { schema: { hide: true, body: Form } }, async (request, reply) => {
     const email = request.body.email ?? '';
     const asked = await attempt(() => requestMagicLink(deps, { email, ip: request.ip }));
     const token = csrf.tokenFor(preSessionBinding(cookies, request, reply));
-    if (!asked.ok) return sendConsolePage(reply, 400, page('Sign in', signInForm(token, email, asked.errors)));
+    if (!asked.ok) return sendConsolePage(reply, 400, page('Sign in', signInForm(token, email, asked.errors)), buttonOrigins);
     // The same page whether or not the address has a workspace (magic-links.ts answers alike in body and time).
     return sendConsolePage(
       reply,
