@@ -12,7 +12,11 @@ import { type NavId, type PageFrame, renderPage, sendConsolePage } from './layou
 import { apiKeyPages } from './pages/api-keys.ts';
 import { overviewPage } from './pages/overview.ts';
 import { providerKeyPages } from './pages/provider-keys.ts';
+import { quickStartPage } from './pages/quick-start.ts';
+import { requestPages } from './pages/requests.ts';
+import { settingsPage } from './pages/settings.ts';
 import { type SignInButton, type SignInRoutes, signInPages, signOutRoute } from './pages/sign-in.ts';
+import { usagePages } from './pages/usage.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -108,8 +112,12 @@ export async function registerConsole(app: App, deps: GatewayDeps, options: Cons
         if (request.method === 'POST') csrf.checkPost(request, session(request).binding, ctx.allowedOrigins);
       });
       await pages.register(overviewPage, ctx);
+      await pages.register(usagePages, ctx);
+      await pages.register(requestPages, ctx);
       await pages.register(apiKeyPages, ctx);
       await pages.register(providerKeyPages, ctx);
+      await pages.register(settingsPage, ctx);
+      await pages.register(quickStartPage, ctx);
       await pages.register(signOutRoute, ctx);
     });
   });

@@ -28,12 +28,12 @@ export type NavId = 'overview' | 'usage' | 'requests' | 'api-keys' | 'provider-k
 /** The console's sections, in order; those without `href` are not built yet and show as "coming". */
 const NAV: readonly { id: NavId; label: string; href?: string }[] = [
   { id: 'overview', label: 'Overview', href: '/' },
-  { id: 'usage', label: 'Usage' },
-  { id: 'requests', label: 'Requests' },
+  { id: 'usage', label: 'Usage', href: '/usage' },
+  { id: 'requests', label: 'Requests', href: '/requests' },
   { id: 'api-keys', label: 'API keys', href: '/api-keys' },
   { id: 'provider-keys', label: 'Provider keys', href: '/provider-keys' },
-  { id: 'settings', label: 'Settings' },
-  { id: 'quick-start', label: 'Quick start' },
+  { id: 'settings', label: 'Settings', href: '/settings' },
+  { id: 'quick-start', label: 'Quick start', href: '/quick-start' },
 ];
 
 export interface PageFrame {
