@@ -2,10 +2,12 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { memoryAfterGcAt } from '../../test/reliability/process-memory.ts';
 import { type ChildServer, startServer } from '../lib/children.ts';
 import { REDIRECT_URI } from '../lib/oauth-flow.ts';
 import { Origin } from './http.ts';
-import { judge } from './judge.ts';
+import { type AfterGc, judge } from './judge.ts';
 import { DOC_MINUTES, parseOptions, type SoakOptions, USAGE } from './options.ts';
 import { drawPlot } from './plot.ts';
 import { createTenants, seedAccounts, signIn } from './population.ts';
@@ -120,8 +122,8 @@ try {
   const seeded = await seedAccounts(authEnv, runId, users);
   log('starting the account service and the gateway');
   [children.auth, children.gateway] = await Promise.all([
-    startService('auth', new URL('src/auth/main.ts', ROOT), authUrl, authEnv),
-    startService('gateway', new URL('src/gateway/main.ts', ROOT), gatewayUrl, gatewayEnv),
+    startService('auth', new URL('src/auth/main.ts', ROOT), authUrl, authEnv, true),
+    startService('gateway', new URL('src/gateway/main.ts', ROOT), gatewayUrl, gatewayEnv, true),
   ]);
   const auth = new Origin(authUrl, 16);
   const gateway = new Origin(gatewayUrl, 64);
@@ -139,6 +141,27 @@ try {
     ],
     recorder,
   );
+  // The memory verdict's two readings (judge.ts), each after a forced full GC, taken while the traffic runs: at the end
+  // of the warm-up and a second before the end of the run.
+  const services = [
+    { name: 'auth', process: children.auth, url: authUrl },
+    { name: 'gateway', process: children.gateway, url: gatewayUrl },
+  ];
+  const readAfterGc = async (): Promise<Record<string, AfterGc>> =>
+    Object.fromEntries(
+      await Promise.all(
+        services.map(async ({ name, process: p, url }) => {
+          if (!p.inspector) throw new Error(`${name} printed no inspector address`);
+          return [name, await memoryAfterGcAt(p.inspector, url, name)] as const;
+        }),
+      ),
+    );
+  const gcReadings = {
+    warm: sleep(warmupS * 1000).then(readAfterGc),
+    end: sleep(Math.max(warmupS + 1, seconds - 1) * 1000).then(readAfterGc),
+  };
+  // Awaited below; a failed reading must not be an unhandled rejection meanwhile.
+  for (const reading of Object.values(gcReadings)) reading.catch(() => {});
   log('traffic started');
   const traffic = await runTraffic(
     { auth, gateway, apiKey, population: { users: signedIn, families, tenants }, runId },
@@ -155,7 +178,9 @@ try {
       return [s.name, (counts['error'] ?? 0) + (counts['fatal'] ?? 0) + (counts['stderr'] ?? 0)];
     }),
   );
-  const verdict = judge({ recorder, samples: probes.samples, services: ['auth', 'gateway'], warmupS, runS: seconds, serverErrorLines, exitCodes });
+  const [warmGc, endGc] = [await gcReadings.warm, await gcReadings.end];
+  const afterGc = Object.fromEntries(services.map(({ name }) => [name, { warm: warmGc[name]!, end: endGc[name]! }]));
+  const verdict = judge({ recorder, samples: probes.samples, services: ['auth', 'gateway'], warmupS, runS: seconds, serverErrorLines, exitCodes, afterGc });
 
   const report: SoakReport = {
     date: `${started.toISOString().slice(0, 16).replace('T', ' ')} UTC`,

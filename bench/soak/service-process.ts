@@ -3,6 +3,7 @@ import { type AddressInfo, createServer } from 'node:net';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { inspectorAddress } from '../../test/reliability/process-memory.ts';
 
 /**
  * A service started from its entry point as `npm run start:auth` and
@@ -21,6 +22,8 @@ export interface ServiceProcess {
   logCounts(): Record<string, number>;
   /** The first lines of level warn or above (at most 20), as printed. */
   notableLines(): string[];
+  /** Started with `inspect`: the address of its inspector (how the soak forces a full GC in it), else undefined. */
+  inspector: string | undefined;
   /** SIGTERM, then SIGKILL after 10 s; resolves with the exit code (null when killed). */
   stop(): Promise<number | null>;
 }
@@ -42,8 +45,14 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
-export async function startService(name: string, entry: URL, url: string, env: Record<string, string>): Promise<ServiceProcess> {
-  const child = spawn(process.execPath, [fileURLToPath(entry)], {
+/**
+ * `inspect`: with the inspector on a loopback port the kernel picks (its
+ * lines on stderr, the address, a help link and one line per session, are
+ * read, not counted as errors); nothing attaches to it but the soak's
+ * forced GCs.
+ */
+export async function startService(name: string, entry: URL, url: string, env: Record<string, string>, inspect = false): Promise<ServiceProcess> {
+  const child = spawn(process.execPath, [...(inspect ? ['--inspect=127.0.0.1:0'] : []), fileURLToPath(entry)], {
     env: { PATH: process.env['PATH'] ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -73,7 +82,19 @@ export async function startService(name: string, entry: URL, url: string, env: R
     }
     note(level, line);
   });
-  createInterface({ input: child.stderr! }).on('line', (line) => note('stderr', line));
+  let inspector: string | undefined;
+  createInterface({ input: child.stderr! }).on('line', (line) => {
+    if (inspect) {
+      const address = inspectorAddress(line);
+      if (address && inspector === undefined) {
+        inspector = address;
+        return;
+      }
+      // The inspector's own lines: its help link, and a session attached and closed at each forced GC.
+      if (/^(For help, see: https:\/\/nodejs\.org\/|Debugger attached\.$|Debugger ending on ws:\/\/)/.test(line)) return;
+    }
+    note('stderr', line);
+  });
 
   const until = performance.now() + 60_000;
   for (;;) {
@@ -96,6 +117,9 @@ export async function startService(name: string, entry: URL, url: string, env: R
     url,
     logCounts: () => ({ ...counts }),
     notableLines: () => [...notable],
+    get inspector() {
+      return inspector;
+    },
     async stop() {
       if (exitCode !== undefined) return exitCode;
       child.kill('SIGTERM');

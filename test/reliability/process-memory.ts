@@ -33,8 +33,18 @@ export interface ProcessMemory {
  * `prefix` is its metrics prefix (`auth`, `gateway`).
  */
 export async function memoryAfterGc(service: ServiceProcess, url: string, prefix: string): Promise<ProcessMemory> {
-  const inspector = /Debugger listening on (ws:\/\/\S+)/.exec(service.output())?.[1];
+  const inspector = inspectorAddress(service.output());
   if (!inspector) throw new Error('the service printed no inspector address (was it started with INSPECTOR_ENV?)');
+  return memoryAfterGcAt(inspector, url, prefix);
+}
+
+/** The inspector's WebSocket address a process started with INSPECTOR_ENV prints on stderr, if `output` holds it. */
+export function inspectorAddress(output: string): string | undefined {
+  return /Debugger listening on (ws:\/\/\S+)/.exec(output)?.[1];
+}
+
+/** memoryAfterGc for a process known by its inspector's address (the soak's processes: bench/soak/service-process.ts). */
+export async function memoryAfterGcAt(inspector: string, url: string, prefix: string): Promise<ProcessMemory> {
   await devtools(inspector, ['HeapProfiler.collectGarbage', 'HeapProfiler.collectGarbage']);
   return parseMemory(await (await fetch(`${url}/metrics`)).text(), prefix);
 }
