@@ -83,6 +83,8 @@ export async function buildGatewayApp(deps: GatewayDeps, dataPlane: DataPlaneRou
     trustProxy: deps.config.trustProxy,
     title: 'AI gateway',
     version: '0.1.0',
+    // Every call's id is ours: it is the primary key of its usage record (a client's id could collide).
+    acceptRequestId: false,
   });
   await app.register(healthRoutes, { db: deps.db, migrations: gatewayMigrations, metrics: deps.metrics, draining });
   await registerControlPlane(app, deps);

@@ -55,6 +55,13 @@ export interface AppOptions {
    * unless set.
    */
   maxParamLength?: number;
+  /**
+   * Whether an incoming X-Request-Id becomes the request's id (default true:
+   * a caller's id ties our log lines to its own). The gateway says false: it
+   * keys each call's usage record by the request id, so a client choosing it
+   * could make its calls collide and their records be dropped.
+   */
+  acceptRequestId?: boolean;
 }
 
 /**
@@ -70,7 +77,7 @@ export async function createHttpApp(options: AppOptions): Promise<App> {
     bodyLimit: options.bodyLimit,
     trustProxy: fastifyTrustProxy(options.trustProxy),
     ...(options.maxParamLength ? { routerOptions: { maxParamLength: options.maxParamLength } } : {}),
-    requestIdHeader: 'x-request-id',
+    requestIdHeader: options.acceptRequestId === false ? false : 'x-request-id',
     // Time-ordered (UUIDv7): the gateway keys its usage records by request id.
     genReqId: () => uuidV7(),
     // removeAdditional off: a schema closed with additionalProperties: false refuses an unknown field (a misspelt

@@ -18,6 +18,30 @@ for (const kind of DB_KINDS) {
     });
     after(() => gw.close());
 
+    test('a client-chosen X-Request-Id is not the call id: two calls sending the same one both get their own usage record', async () => {
+      const ids: string[] = [];
+      for (const content of ['first with a chosen id', 'second with the same id']) {
+        const res = await fetch(`${gw.url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${t.apiKey}`, 'content-type': 'application/json', 'x-request-id': 'chosen-by-the-client' },
+          body: JSON.stringify({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content }] }),
+        });
+        assert.equal(res.status, 200);
+        await res.arrayBuffer();
+        const id = res.headers.get('x-gateway-request-id')!;
+        assert.notEqual(id, 'chosen-by-the-client');
+        assert.equal(res.headers.get('x-request-id'), id);
+        ids.push(id);
+      }
+      assert.notEqual(ids[0], ids[1]);
+      const rows = await Promise.all(ids.map((id) => usageRecord(gw, id)));
+      assert.deepEqual(
+        rows.map((r) => r.status),
+        [200, 200],
+        'each call is recorded (with the client id as the key, the second was dropped by ON CONFLICT DO NOTHING)',
+      );
+    });
+
     test('a completion: the answer, the X-Gateway-* headers, the cost at catalog prices, the usage record', async () => {
       gw.fake.setBehaviour({ promptTokens: 1000, cachedTokens: 400, completionTokens: 50, reasoningTokens: 20 }, { requests: 1 });
       const { data, response } = await t.openai.chat.completions
