@@ -15,6 +15,7 @@ import { oauthPages } from './routes/oauth-pages.ts';
 import { passwordRoutes } from './routes/password.ts';
 import { resetPageRoutes } from './routes/reset-page.ts';
 import { sessionRoutes } from './routes/sessions.ts';
+import { signUpPageRoutes } from './routes/signup-page.ts';
 import { tokenRoutes } from './routes/tokens.ts';
 import { verifyPageRoutes } from './routes/verify-page.ts';
 
@@ -78,6 +79,9 @@ async function oauthScope(app: App, opts: { deps: OAuthDeps; cors: boolean }): P
   useErrorFormat(app, 'oauth', { mapError: oauthErrorProblem });
   await app.register(oauthEndpoints, { deps: opts.deps, cors: opts.cors, apiKeys: [opts.deps.config.apiKey, ...opts.deps.config.previousApiKeys] });
   await app.register(oauthPages, opts.deps);
-  // The account page signs in through the public sign-in page, so it exists only where that page is public.
-  if (opts.deps.oauth.publicEndpoints) await app.register(accountPageRoutes, opts.deps);
+  // The account and sign-up pages go through the public sign-in page, so they exist only where that page is public.
+  if (opts.deps.oauth.publicEndpoints) {
+    await app.register(accountPageRoutes, opts.deps);
+    await app.register(signUpPageRoutes, opts.deps);
+  }
 }

@@ -72,6 +72,31 @@ export function passwordResetEmail(config: AuthConfig, to: string, token: string
 }
 
 /**
+ * Sent instead of a verification email when the sign-up page is given an
+ * address that already has an account (the page answers the same either
+ * way): its owner learns of the attempt and gets a reset link, which also
+ * takes back an account someone else created unverified with this address
+ * (the reset revokes everything issued to it; password-reset.ts).
+ */
+export function signUpExistingAccountEmail(config: AuthConfig, to: string, token: string): Email {
+  const minutes = Math.round(config.resetTtlMs / 60_000);
+  return {
+    kind: 'sign_up_existing_account',
+    to,
+    subject: 'You already have an account',
+    text: [
+      'Someone (hopefully you) tried to create an account with this address, but it already has one.',
+      '',
+      'If it was you, sign in with your password. If you do not remember it, open this link to choose a new one:',
+      resetLink(config, token),
+      '',
+      `The link works once and expires in ${minutes} minutes.`,
+      'If it was not you, ignore this email: nothing has changed.',
+    ].join('\n'),
+  };
+}
+
+/**
  * Sent after a reset or a change. It carries no link and no token: whoever
  * reads it learns only that the password changed and when.
  */

@@ -5,7 +5,7 @@ import { enqueueEmail } from '../platform/mail.ts';
 import { revokeAccountGrants } from './account-grants.ts';
 import { insertEmailToken, requireEmail, requirePassword, silentlyLimited } from './accounts.ts';
 import type { AuthDeps } from './deps.ts';
-import { passwordChangedEmail, passwordResetEmail } from './emails.ts';
+import { passwordChangedEmail, passwordResetEmail, signUpExistingAccountEmail } from './emails.ts';
 import { addressKey, clearAddressFailures } from './login-failures.ts';
 import { hashPassword } from './passwords.ts';
 import { type AuthTables, toUser, type User } from './schema.ts';
@@ -32,14 +32,22 @@ const tokenExpired = () => new HttpProblem(410, 'token_expired', 'The reset link
  *    its timing depends on whether the address has an account: look the
  *    account up and, if there is one, replace its unused reset links by a
  *    new one and queue the email, in one transaction.
+ * The sign-up page calls it too (`occasion: 'sign-up'`) for an address that
+ * already has an account: the same limits and link, an email that says why.
  */
-export async function requestPasswordReset(deps: AuthDeps, input: { email: string; ip: string }): Promise<void> {
+export async function requestPasswordReset(
+  deps: AuthDeps,
+  input: { email: string; ip: string; occasion?: ResetOccasion },
+): Promise<void> {
   const email = requireEmail(input.email);
   if (await silentlyLimited(deps, [deps.limiters.forgot, deps.limiters.forgotPerEmail], input.ip, email, 'forgot')) return;
-  deps.background.run('password reset email', () => issueReset(deps, email));
+  deps.background.run('password reset email', () => issueReset(deps, email, input.occasion ?? 'forgot'));
 }
 
-async function issueReset(deps: AuthDeps, email: string): Promise<void> {
+/** Why a reset link is sent: asked for (POST /v1/password/forgot), or a sign-up with an address that has an account. */
+export type ResetOccasion = 'forgot' | 'sign-up';
+
+async function issueReset(deps: AuthDeps, email: string, occasion: ResetOccasion): Promise<void> {
   const now = deps.clock.now();
   const queued = await deps.db.transaction().execute(async (trx) => {
     const user = await trx.selectFrom('users').select('id').where('email', '=', email).executeTakeFirst();
@@ -52,7 +60,8 @@ async function issueReset(deps: AuthDeps, email: string): Promise<void> {
       now,
       ttlMs: deps.config.resetTtlMs,
     });
-    await enqueueEmail(trx, deps.outbox, passwordResetEmail(deps.config, email, token));
+    const message = occasion === 'sign-up' ? signUpExistingAccountEmail : passwordResetEmail;
+    await enqueueEmail(trx, deps.outbox, message(deps.config, email, token));
     return true;
   });
   if (queued) deps.mailQueued();

@@ -5,13 +5,13 @@ import { type App, usePageErrors } from '../../platform/http.ts';
 import { login } from '../login.ts';
 import { AuthorizePageError, AuthorizeRedirectError, checkAuthorizationRequest, errorRedirect, type PendingRequest } from '../oauth/authorize.ts';
 import { BrowserSession, CsrfError } from '../oauth/browser-session.ts';
-import { findClient, type OAuthClient, type OAuthDeps } from '../oauth/clients.ts';
+import type { OAuthClient, OAuthDeps } from '../oauth/clients.ts';
 import { rememberConsent } from '../oauth/consents.ts';
 import { accessDenied, OAuthError, param } from '../oauth/errors.ts';
 import { nextStep } from '../oauth/next-step.ts';
 import { consentPage, errorPage, loginPage, type SignInTarget, signedOutPage, signOutPage } from '../oauth/pages.ts';
-import { returnPath } from '../oauth/return-paths.ts';
-import { discardPendingRequest, issueCode, loadPendingRequest, markAuthenticated, savePendingRequest } from '../oauth/pending-requests.ts';
+import { discardPendingRequest, issueCode, markAuthenticated, savePendingRequest } from '../oauth/pending-requests.ts';
+import { findSignInTarget, pendingWithClient, targetQuery } from '../oauth/sign-in-target.ts';
 import type { User } from '../schema.ts';
 
 /**
@@ -37,18 +37,7 @@ export async function oauthPages(app: App, deps: OAuthDeps): Promise<void> {
     return step.url;
   }
 
-  /** A pending request and its client, or null when either is gone (expired, completed, client removed). */
-  async function pending(id: string | undefined): Promise<{ request: PendingRequest; client: OAuthClient } | null> {
-    const request = await loadPendingRequest(deps, id);
-    if (!request) return null;
-    try {
-      const client = await findClient(deps, request.clientId);
-      return client ? { request, client } : null;
-    } catch (err) {
-      if (err instanceof OAuthError) return null;
-      throw err;
-    }
-  }
+  const pending = (id: string | undefined) => pendingWithClient(deps, id);
 
   /** Renders the flow's refusals as pages or redirects; anything else goes to the scope's error handler. */
   async function page(reply: FastifyReply, status: 302 | 303, handle: () => Promise<FastifyReply>): Promise<FastifyReply> {
@@ -80,28 +69,17 @@ export async function oauthPages(app: App, deps: OAuthDeps): Promise<void> {
     }),
   );
 
-  /**
-   * What the sign-in form is for: the pending authorization request it names,
-   * or else the page of ours it names to return to (a closed list, never a
-   * URL; only where those pages are served: OAUTH_PUBLIC_ENDPOINTS); null
-   * when neither.
-   */
-  async function signInTarget(source: unknown): Promise<SignInTarget | null> {
-    const requestId = param(source, 'request');
-    if (requestId !== undefined) {
-      const found = await pending(requestId);
-      return found ? { kind: 'authorize', ...found } : null;
-    }
-    const path = deps.oauth.publicEndpoints ? returnPath(param(source, 'return_to')) : null;
-    return path ? { kind: 'return', path } : null;
-  }
+  const signInTarget = (source: unknown) => findSignInTarget(deps, source);
+  /** "Create an account" on the sign-in page, for the same target: only where the sign-up page is served. */
+  const signUpUrl = (target: SignInTarget) =>
+    deps.oauth.publicEndpoints ? `${deps.issuer}/oauth/signup?${targetQuery(target)}` : undefined;
 
   app.get('/oauth/login', { schema: { hide: true } }, async (request, reply) =>
     page(reply, 303, async () => {
       const target = await signInTarget(request.query);
       if (!target) return expired(reply);
       const csrf = session.csrfToken(request, reply);
-      return loginPage(reply, { status: 200, action: `${deps.issuer}/oauth/login`, target, csrf });
+      return loginPage(reply, { status: 200, action: `${deps.issuer}/oauth/login`, target, csrf, signUpUrl: signUpUrl(target) });
     }),
   );
 
@@ -120,7 +98,15 @@ export async function oauthPages(app: App, deps: OAuthDeps): Promise<void> {
         if (!(err instanceof HttpProblem) || err.status >= 500) throw err;
         reply.headers(err.headers);
         const csrf = session.postedCsrf(request);
-        return loginPage(reply, { status: err.status, action: `${deps.issuer}/oauth/login`, target, csrf, email, error: err.message });
+        return loginPage(reply, {
+          status: err.status,
+          action: `${deps.issuer}/oauth/login`,
+          target,
+          csrf,
+          email,
+          error: err.message,
+          signUpUrl: signUpUrl(target),
+        });
       }
       session.signIn(reply, result.sessionToken, result.expiresAt);
       if (target.kind === 'return') return reply.redirect(`${deps.issuer}${target.path}`, 303);
