@@ -125,21 +125,55 @@ const keyNotFound = () => new HttpProblem(404, 'api_key_not_found', 'No API key 
  * the limits, and the next request with the key, on any replica, is
  * checked against the new ones. Another tenant's key, or a revoked one, is 404.
  */
-export async function setApiKeyLimits(
+export function setApiKeyLimits(
   deps: Pick<GatewayDeps, 'db' | 'apiKeyRevoked'>,
   tenantId: string,
   id: string,
   limits: Limits | null,
 ): Promise<ApiKeyMetadata> {
+  return updateApiKey(deps, tenantId, id, { limits });
+}
+
+/**
+ * Renames a live key, with the rules of creation (trimmed, not empty, at
+ * most KEY_NAME_MAX characters). The data plane's key cache holds no name,
+ * so no replica needs telling. Another tenant's key, or a revoked one, is 404.
+ */
+export function renameApiKey(deps: Pick<GatewayDeps, 'db' | 'apiKeyRevoked'>, tenantId: string, id: string, name: string): Promise<ApiKeyMetadata> {
+  return updateApiKey(deps, tenantId, id, { name });
+}
+
+/**
+ * PATCH /api/v1/tenant/api-keys/{id}: a new name, new limits, or both, in
+ * one statement (the name is checked before anything is written). Only a
+ * change of limits tells the replicas' key caches (setApiKeyLimits).
+ */
+export async function updateApiKey(
+  deps: Pick<GatewayDeps, 'db' | 'apiKeyRevoked'>,
+  tenantId: string,
+  id: string,
+  changes: { name?: string | undefined; limits?: Limits | null | undefined },
+): Promise<ApiKeyMetadata> {
+  const set: Partial<Pick<ApiKeyRow, 'name' | 'limits'>> = {};
+  if (changes.name !== undefined) set.name = requireKeyName(changes.name);
+  if (changes.limits !== undefined) set.limits = JSON.stringify(changes.limits ?? {});
+  if (Object.keys(set).length === 0) {
+    // Both fields named, `limits` first: before renaming existed, a body without it was refused naming `limits`.
+    const errors = [
+      { field: 'limits', message: 'is required when name is not sent' },
+      { field: 'name', message: 'is required when limits is not sent' },
+    ];
+    throw new HttpProblem(400, 'validation_failed', 'Send `name`, `limits`, or both.', { errors });
+  }
   const row = await deps.db
     .updateTable('api_keys')
-    .set({ limits: JSON.stringify(limits ?? {}) })
+    .set(set)
     .where('id', '=', id)
     .where('tenant_id', '=', tenantId)
     .where('revoked_at', 'is', null)
     .returning([...METADATA_COLUMNS, 'key_hash'])
     .executeTakeFirst();
   if (!row) throw keyNotFound();
-  await deps.apiKeyRevoked(row.key_hash);
+  if (set.limits !== undefined) await deps.apiKeyRevoked(row.key_hash);
   return toMetadata(row);
 }

@@ -62,6 +62,22 @@ export interface GatewayTables {
   };
   /** One row per data-plane call, written in batches off the hot path. */
   usage_records: UsageRecordRow;
+  /**
+   * Usage records summed per tenant and hour, and per tenant and day
+   * (usage-rollups.ts), kept by the usage writer in the transaction that
+   * inserts the records: the figures of the usage API and of the console's
+   * Overview and Usage pages. Three sets of labels (none; key, model and
+   * tag; those and the session); a label a record lacks is '' here (tags,
+   * sessions and models are never empty).
+   */
+  usage_rollup_tenant: UsageRollupKey & UsageMeasures;
+  usage_rollup_labels: UsageRollupKey & UsageRollupLabels & UsageMeasures;
+  usage_rollup_labels_daily: UsageRollupDayKey & UsageRollupLabels & UsageMeasures;
+  usage_rollup_sessions: UsageRollupKey & UsageRollupLabels & { session_id: string } & UsageMeasures;
+  usage_rollup_sessions_daily: UsageRollupDayKey & UsageRollupLabels & { session_id: string } & UsageMeasures;
+  /** How many calls fell in each latency bucket (usage-rollups.ts `latencyBucket`), total and overhead. */
+  usage_rollup_latency: UsageRollupKey & UsageLatencyCounts;
+  usage_rollup_latency_daily: UsageRollupDayKey & UsageLatencyCounts;
   outbox: OutboxTable;
   job_runs: { name: string; last_run_at: number };
 }
@@ -114,6 +130,57 @@ export interface UsageRecordRow {
   /** Only when the tenant turned body storage on. */
   request_body: string | null;
   response_body: string | null;
+}
+
+/** A rollup row's tenant and hour (`floor(created_at / 3600000)`: hours since the epoch, UTC). */
+export interface UsageRollupKey {
+  tenant_id: string;
+  hour: number;
+}
+
+/** A daily rollup row's tenant and day (`floor(created_at / 86400000)`: days since the epoch, UTC). */
+export interface UsageRollupDayKey {
+  tenant_id: string;
+  day: number;
+}
+
+export interface UsageLatencyCounts {
+  bucket: number;
+  /** Calls whose overhead_ms + upstream_ms fell in the bucket. */
+  total_calls: number;
+  /** Calls whose overhead_ms fell in the bucket. */
+  overhead_calls: number;
+}
+
+export interface UsageRollupLabels {
+  key_id: string;
+  model_requested: string;
+  /** '' when no provider answered. */
+  model_used: string;
+  /** '' for records without a tag. */
+  tag: string;
+}
+
+/** Sums over the usage records a rollup row counts (all stored as double precision: counts and tokens exact to 2^53). */
+export interface UsageMeasures {
+  requests: number;
+  /** Calls answered with a status of 400 or more. */
+  errors: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  saved_tokens: number;
+  cost_usd: number;
+  cost_saved_usd: number;
+  /** saved_cache_usd of cache hits only. */
+  saved_cache_usd: number;
+  /** saved_cache_usd of in-flight dedups. */
+  saved_dedup_usd: number;
+  saved_compaction_usd: number;
+  saved_routing_usd: number;
+  saved_prompt_cache_usd: number;
+  cache_hits: number;
+  dedup_hits: number;
+  cache_misses: number;
 }
 
 /** Associated data binding a sealed provider key to its tenant and provider: a sealed key moved to another row no longer opens. */

@@ -5,6 +5,7 @@ import { MemoryLedger } from '../../src/gateway/budgets/memory-ledger.ts';
 import { seedFromUsage } from '../../src/gateway/budgets/seed.ts';
 import { loadGatewayConfig } from '../../src/gateway/config.ts';
 import { UpstreamPools } from '../../src/gateway/data-plane/upstream-pools.ts';
+import { insertUsageRecords } from '../../src/gateway/data-plane/usage-writer.ts';
 import type { GatewayDeps } from '../../src/gateway/deps.ts';
 import { gatewayMigrations } from '../../src/gateway/migrations.ts';
 import type { GatewayTables, UsageRecordRow } from '../../src/gateway/schema.ts';
@@ -46,7 +47,7 @@ export interface TestGateway {
   signup(email?: string, name?: string): Promise<{ tenantId: string; apiKey: string; apiKeyId: string; session: string; email: string }>;
   /** The outbox rows for an address, their text bodies opened. */
   mails(to: string): Promise<{ kind: string; subject: string; text: string; status: string }[]>;
-  /** Inserts a usage record (the data plane's usage writer will write them). */
+  /** Inserts a usage record as the data plane's usage writer does (with the usage rollups). */
   insertUsage(row: Partial<UsageRecordRow> & { request_id: string; tenant_id: string; created_at: number }): Promise<void>;
   close(): Promise<void>;
 }
@@ -142,10 +143,8 @@ export async function startTestGateway(kind: DbKind, env: Record<string, string>
       return rows.map((r) => ({ kind: r.kind, subject: r.subject, status: r.status, text: openBody([config.encryptionKey], r.id, 'text', r.text_body) }));
     },
     async insertUsage(row) {
-      await db
-        .insertInto('usage_records')
-        .values(usageRow(row))
-        .execute();
+      // As the usage writer inserts them: the usage rollups count the record too.
+      await insertUsageRecords(db, [usageRow(row)]);
     },
     async close() {
       await app.close();

@@ -18,7 +18,7 @@ const JS = 'text/javascript; charset=utf-8';
 
 /**
  * Every file the console's pages may load, by public name: the console's own
- * CSS and script, and the charting library from its npm package (Chart.js's
+ * CSS and scripts (console-charts.js only on pages with charts), and the charting library from its npm package (Chart.js's
  * self-contained UMD build, which registers `window.Chart`). Nothing else on
  * disk can be reached through the asset route, and nothing is fetched at run
  * time: the files are read once, when the gateway starts.
@@ -26,6 +26,7 @@ const JS = 'text/javascript; charset=utf-8';
 const ALLOW_LIST = {
   'console.css': { path: join(import.meta.dirname, 'static', 'console.css'), type: CSS },
   'console.js': { path: join(import.meta.dirname, 'static', 'console.js'), type: JS },
+  'console-charts.js': { path: join(import.meta.dirname, 'static', 'console-charts.js'), type: JS },
   'chart.umd.min.js': { path: fromPackage('chart.js', 'dist/chart.umd.min.js'), type: JS },
 } satisfies Record<string, { path: string; type: string }>;
 

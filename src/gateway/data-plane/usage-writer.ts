@@ -1,6 +1,7 @@
 import { CompiledQuery } from 'kysely';
 import type { Logger } from 'pino';
 import type { GatewayDb, UsageRecordRow } from '../schema.ts';
+import { addToRollups } from '../usage-rollups.ts';
 import type { Orphan, UsageJournal } from './usage-journal.ts';
 
 export interface UsageWriterOptions {
@@ -128,8 +129,9 @@ export class UsageWriter {
     const lastUsed = new Map<string, number>();
     for (const row of batch) lastUsed.set(row.key_id, Math.max(lastUsed.get(row.key_id) ?? 0, row.created_at));
     await this.#options.db.transaction().execute(async (trx) => {
-      for (const rows of fixedChunks(batch)) await insertRows(trx, rows);
-      for (const [id, at] of lastUsed) {
+      await insertUsageRecords(trx, batch);
+      // In key order, as the rollups are: two replicas' batches lock the same rows in the same order.
+      for (const [id, at] of [...lastUsed].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
         await trx
           .updateTable('api_keys')
           .set({ last_used_at: at })
@@ -176,6 +178,24 @@ export class UsageWriter {
   }
 }
 
+/**
+ * Inserts usage records and adds those it inserted to the usage rollups
+ * (usage-rollups.ts), in the caller's transaction: a record already stored
+ * (a replay of the usage journal, another replica's write) is skipped by
+ * `ON CONFLICT DO NOTHING` and, being absent from `RETURNING`, not counted
+ * again. Returns how many were inserted. The usage writer's batches go
+ * through it; so must anything else that writes records.
+ */
+export async function insertUsageRecords(db: GatewayDb, records: readonly UsageRecordRow[]): Promise<number> {
+  if (!db.isTransaction) return db.transaction().execute((trx) => insertUsageRecords(trx, records));
+  const inserted = new Set<string>();
+  for (const rows of fixedChunks(records)) for (const id of await insertRows(db, rows)) inserted.add(id);
+  // A batch may hold one request_id twice (a journal replayed beside the live queue): the first is the one inserted.
+  const added = records.filter((r) => inserted.delete(r.request_id));
+  await addToRollups(db, added);
+  return added.length;
+}
+
 /** Statement sizes, largest first: every multi-row insert has one of these row counts. */
 const CHUNK_SIZES = [64, 16, 4, 1];
 
@@ -212,12 +232,13 @@ const COLUMNS = [
 const insertSql = new WeakMap<object, Map<number, string>>();
 
 /**
- * Inserts rows with one statement whose SQL is compiled once per chunk size:
+ * Inserts rows with one statement whose SQL is compiled once per chunk size
+ * (returning the ids of those inserted):
  * building and compiling a 64-row insert with Kysely costs more than SQLite
  * takes to run it. Values are bound row after row, in COLUMNS order, as the
  * compiled placeholders are laid out (Kysely numbers them row-major).
  */
-async function insertRows(db: GatewayDb, rows: readonly UsageRecordRow[]): Promise<void> {
+async function insertRows(db: GatewayDb, rows: readonly UsageRecordRow[]): Promise<string[]> {
   const adapter = db.getExecutor().adapter;
   let bySize = insertSql.get(adapter);
   if (!bySize) {
@@ -231,10 +252,12 @@ async function insertRows(db: GatewayDb, rows: readonly UsageRecordRow[]): Promi
       .insertInto('usage_records')
       .values(rows.map(() => template))
       .onConflict((c) => c.column('request_id').doNothing())
+      .returning('request_id')
       .compile().sql;
     bySize.set(rows.length, text);
   }
   const values: unknown[] = [];
   for (const row of rows) for (const column of COLUMNS) values.push(row[column]);
-  await db.executeQuery(CompiledQuery.raw(text, values));
+  const result = await db.executeQuery<{ request_id: string }>(CompiledQuery.raw(text, values));
+  return result.rows.map((r) => r.request_id);
 }

@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import type { App } from '../../platform/http.ts';
-import { createApiKey, KEY_NAME_MAX, listApiKeys, revokeApiKey, setApiKeyLimits } from '../api-keys.ts';
+import { createApiKey, KEY_NAME_MAX, listApiKeys, revokeApiKey, updateApiKey } from '../api-keys.ts';
 import type { GatewayDeps } from '../deps.ts';
 import { deleteProviderKey, listProviderKeys, putProviderKey } from '../provider-keys.ts';
 import { Limits } from '../settings/limits.ts';
@@ -58,13 +58,19 @@ export async function controlKeyRoutes(app: App, deps: GatewayDeps): Promise<voi
     '/api/v1/tenant/api-keys/:id',
     {
       schema: {
-        summary: "Replace a key's limits (null or {}: none); every replica applies them from the key's next request",
+        summary: "Rename a key, or replace its limits (null or {}: none; every replica applies them from the key's next request), or both",
         params: Type.Object({ id: Type.String({ maxLength: 64 }) }),
-        body: Type.Object({ limits: Type.Union([Limits, Type.Null()]) }, { additionalProperties: false }),
+        body: Type.Object(
+          {
+            name: Type.Optional(Type.String({ minLength: 1, maxLength: KEY_NAME_MAX, description: 'Trimmed; not empty.' })),
+            limits: Type.Optional(Type.Union([Limits, Type.Null()])),
+          },
+          { additionalProperties: false, description: 'At least one of name and limits.' },
+        ),
         response: { 200: ApiKey },
       },
     },
-    async (request) => setApiKeyLimits(deps, request.tenantId, request.params.id, request.body.limits),
+    async (request) => updateApiKey(deps, request.tenantId, request.params.id, { name: request.body.name, limits: request.body.limits }),
   );
 
   app.get(

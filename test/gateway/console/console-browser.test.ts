@@ -113,13 +113,16 @@ describe('the console in Chromium', { skip: chromiumSkip }, () => {
     assert.ok(last, 'a document was loaded');
     assert.equal(last.csp, CONSOLE_CSP, `CSP of ${last.path}`);
     const found = await page.evaluate(() => {
-      const inline = [...document.querySelectorAll('script')].filter((s) => !s.src).length;
+      // A data block (type application/json, which charts read) is never run; any other script must come from a file.
+      const inline = [...document.querySelectorAll('script')].filter((s) => !s.src && s.type !== 'application/json').length;
       const handlers: string[] = [];
       const styled: string[] = [];
       for (const el of document.querySelectorAll('*')) {
         for (const attr of el.getAttributeNames()) {
           if (attr.startsWith('on')) handlers.push(`${el.tagName} ${attr}`);
-          if (attr === 'style') styled.push(el.tagName);
+          // Chart.js sizes its canvas through the CSSOM (el.style), which the CSP allows and which shows as an attribute; the
+          // served HTML has none (console.test.ts), and a style the CSP blocked would be reported as an error below.
+          if (attr === 'style' && el.tagName !== 'CANVAS') styled.push(el.tagName);
         }
       }
       const unlabelled = [...document.querySelectorAll<HTMLInputElement | HTMLSelectElement>('input:not([type=hidden]), select, textarea')]
@@ -275,7 +278,7 @@ describe('the console in Chromium', { skip: chromiumSkip }, () => {
     await page.keyboard.press('Tab');
     assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Skip to content');
     assert.notEqual(await page.evaluate(() => getComputedStyle(document.activeElement!).outlineStyle), 'none', 'focus is visible');
-    await page.getByLabel('Name').focus();
+    await page.getByLabel('Name', { exact: true }).focus();
     await page.keyboard.type('ci-bot');
     await submitting(page, () => page.keyboard.press('Enter'));
     assert.equal(await page.getByRole('heading', { level: 2, name: /Your new key/ }).innerText(), 'Your new key “ci-bot”');
@@ -348,7 +351,7 @@ describe('the console in Chromium', { skip: chromiumSkip }, () => {
 
   test("tenant B's console shows nothing of tenant A's, and cannot act on it", async () => {
     // A keeps a live key whose name and prefix B must not see.
-    await a.page.getByLabel('Name').fill('a-only-production');
+    await a.page.getByLabel('Name', { exact: true }).fill('a-only-production');
     await submitting(a.page, () => a.page.getByRole('button', { name: 'Create key' }).click());
     const liveKey = await a.page.locator('#new-key').inputValue();
     await a.page.goto(`${gw.url}/api-keys`);
@@ -385,7 +388,7 @@ describe('the console in Chromium', { skip: chromiumSkip }, () => {
     const names = async () => (await gw.service.deps.db.selectFrom('api_keys').select('name').where('revoked_at', 'is', null).execute()).map((r) => r.name);
     await page.goto(`${gw.url}/api-keys`);
     const token = await page.locator('form[action="/api-keys"] input[name=csrf]').inputValue();
-    await page.getByLabel('Name').fill('no-token');
+    await page.getByLabel('Name', { exact: true }).fill('no-token');
     await page.evaluate(() => document.querySelector('form[action="/api-keys"] input[name=csrf]')!.remove());
     await submitting(page, () => page.getByRole('button', { name: 'Create key' }).click());
     assert.equal(documents.at(-1)?.status, 403);

@@ -35,17 +35,22 @@ for (const kind of DB_KINDS) {
       assert.equal(r.body.from, new Date(t0 - 30 * DAY).toISOString());
       assert.deepEqual(r.body.totals, {
         requests: 4,
+        errors: 0,
         prompt_tokens: 601,
         completion_tokens: 61,
         tokens_saved: 222,
         cost_usd: 4,
         cost_saved_usd: 1.25,
-        saved_cache_usd: 1.1,
+        cost_without_gateway_usd: 5.25,
+        saved_cache_usd: 1,
+        saved_dedup_usd: 0.1,
         saved_compaction_usd: 0.05,
         saved_routing_usd: 0.06,
         saved_prompt_cache_usd: 0.04,
         cache_hits: 1,
         dedup_hits: 1,
+        cache_misses: 2,
+        cache_hit_rate: 0.5,
       });
       assert.equal(r.body.groups, undefined);
     });
@@ -66,19 +71,25 @@ for (const kind of DB_KINDS) {
       assert.equal((await usage('?model=auto')).body.totals.requests, 1);
       assert.equal((await usage('?model=anthropic/claude-haiku')).body.totals.requests, 1);
       assert.equal((await usage('?model=gpt-4o-mini')).body.totals.requests, 3);
+      assert.equal((await usage('?tag=&session_id=&model=&key_id=')).body.totals.requests, 4, 'an empty value is no filter');
       assert.deepEqual((await usage('?tag=none-such')).body.totals, {
         requests: 0,
+        errors: 0,
         prompt_tokens: 0,
         completion_tokens: 0,
         tokens_saved: 0,
         cost_usd: 0,
         cost_saved_usd: 0,
+        cost_without_gateway_usd: 0,
         saved_cache_usd: 0,
+        saved_dedup_usd: 0,
         saved_compaction_usd: 0,
         saved_routing_usd: 0,
         saved_prompt_cache_usd: 0,
         cache_hits: 0,
         dedup_hits: 0,
+        cache_misses: 0,
+        cache_hit_rate: null,
       });
     });
 

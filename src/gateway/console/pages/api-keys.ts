@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { escapeHtml } from '../../../platform/html.ts';
 import type { App } from '../../../platform/http.ts';
-import { createApiKey, KEY_NAME_MAX, listApiKeys, revokeApiKey, setApiKeyLimits } from '../../api-keys.ts';
+import { createApiKey, KEY_NAME_MAX, listApiKeys, renameApiKey, revokeApiKey, setApiKeyLimits } from '../../api-keys.ts';
 import { limitsReport } from '../../budgets/consumption.ts';
 import type { ConsoleContext } from '../console.ts';
 import { attempt, csrfField, field, formError, formText } from '../forms.ts';
@@ -15,6 +15,7 @@ const KeyForm = Type.Object({ csrf: Text, name: Text, requests_per_minute: Text,
 const KeyId = Type.Object({ id: Type.String({ maxLength: 64 }) });
 const NOTICES = {
   'limits-saved': 'Limits saved. The key’s next request is checked against them.',
+  renamed: 'Key renamed. Programs using it are not affected: the key itself has not changed.',
   revoked: 'Key revoked. It is refused from its next request on.',
 } as const;
 const Query = Type.Object({ notice: Type.Optional(Type.Union(Object.keys(NOTICES).map((k) => Type.Literal(k)))) });
@@ -26,13 +27,15 @@ interface PageState {
   create?: { values: Record<string, string>; errors: Record<string, string> } | undefined;
   /** A limits form that failed, by key id. */
   limits?: { id: string; values: Record<string, string>; errors: Record<string, string> } | undefined;
+  /** A rename form that failed, by key id. */
+  rename?: { id: string; values: Record<string, string>; errors: Record<string, string> } | undefined;
   /** A refusal that belongs to no form on the page (a key that is not, or no longer, the workspace's). */
   error?: string | undefined;
 }
 
 /**
- * API keys: create (the key shown once, with a copy button), per-key limits
- * with their current use, revoke. Every change goes through the domain
+ * API keys: create (the key shown once, with a copy button), rename, per-key
+ * limits with their current use, revoke. Every change goes through the domain
  * functions of the control-plane API (api-keys.ts), keyed by the session's
  * tenant; another workspace's key id is a 404 there, as it is for the API.
  */
@@ -52,7 +55,7 @@ export async function apiKeyPages(app: App, ctx: ConsoleContext): Promise<void> 
       ${state.created ? createdPanel(state.created) : ''}
       <section aria-labelledby="keys-title">
         <h2 id="keys-title">Live keys</h2>
-        ${keys.length === 0 ? '<p class="muted">No live keys. Create one below.</p>' : `<ul class="cards">${keys.map((k) => keyCard(k, usage.get(k.id) ?? {}, csrf, state.limits?.id === k.id ? state.limits : undefined)).join('')}</ul>`}
+        ${keys.length === 0 ? '<p class="muted">No live keys. Create one below.</p>' : `<ul class="cards">${keys.map((k) => keyCard(k, usage.get(k.id) ?? {}, csrf, state.limits?.id === k.id ? state.limits : undefined, state.rename?.id === k.id ? state.rename : undefined)).join('')}</ul>`}
       </section>
       <section aria-labelledby="create-title" class="panel">
         <h2 id="create-title">Create a key</h2>
@@ -90,6 +93,16 @@ export async function apiKeyPages(app: App, ctx: ConsoleContext): Promise<void> 
     return reply.redirect(`/api-keys?notice=limits-saved#key-${encodeURIComponent(id)}`, 303);
   });
 
+  app.post('/api-keys/:id/rename', { schema: { hide: true, params: KeyId, body: KeyForm } }, async (request, reply) => {
+    const { id } = request.params;
+    const values = { name: formText(request.body, 'name') };
+    const renamed = await attempt(() => renameApiKey(deps, ctx.session(request).tenantId, id, values.name));
+    if (renamed.ok) return reply.redirect(`/api-keys?notice=renamed#key-${encodeURIComponent(id)}`, 303);
+    // A refused name is shown on the key's form; a key that is not (or no longer) the workspace's, above the list.
+    if (renamed.status === 404) return render(request, reply, 404, { error: Object.values(renamed.errors)[0] });
+    return render(request, reply, renamed.status, { rename: { id, values, errors: renamed.errors } });
+  });
+
   app.post('/api-keys/:id/revoke', { schema: { hide: true, params: KeyId } }, async (request, reply) => {
     const revoked = await attempt(() => revokeApiKey(deps, ctx.session(request).tenantId, request.params.id));
     if (!revoked.ok) return render(request, reply, revoked.status, { error: Object.values(revoked.errors)[0] });
@@ -116,11 +129,13 @@ function keyCard(
   usage: Parameters<typeof limitsSummary>[1],
   csrf: string,
   failed: PageState['limits'],
+  renameFailed: PageState['rename'],
 ): string {
   const id = escapeHtml(key.id);
   const name = escapeHtml(key.name);
   const prefix = `key-${id}`;
   const errors = failed?.errors ?? {};
+  const renameErrors = renameFailed?.errors ?? {};
   return `<li class="card" id="key-${id}">
     <h3>${name}</h3>
     <dl class="facts">
@@ -137,6 +152,15 @@ function keyCard(
         ${formError(errors)}
         ${limitFields(prefix, key.limits, failed?.values, errors)}
         <button type="submit">Save limits</button>
+      </form>
+    </details>
+    <details${renameFailed ? ' open' : ''}>
+      <summary>Rename ${name}</summary>
+      <form method="post" action="/api-keys/${id}/rename" class="stack" novalidate>
+        ${csrfField(csrf)}
+        ${formError(renameErrors)}
+        ${field({ id: `${prefix}-name`, name: 'name', label: `New name for ${key.name}`, value: renameFailed?.values['name'] ?? key.name, required: true, maxlength: KEY_NAME_MAX, autocomplete: 'off', hint: 'Only the name changes: programs using the key keep working.', error: renameErrors['name'] })}
+        <button type="submit">Rename</button>
       </form>
     </details>
     <details>
