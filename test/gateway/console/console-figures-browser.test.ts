@@ -606,6 +606,9 @@ describe("the console's figures in Chromium", { skip: chromiumSkip }, () => {
     assert.match(await sectionText(page, 'attempts'), /upstream_authentication_failed/);
     assert.deepEqual((await facts(page, 'cost'))['Cost'], usd(failed.cost_usd));
     assert.match(await sectionText(page, 'bodies'), /None: the call failed \(upstream_authentication_failed\)\./);
+    // An error is never cached: the page must not say its answer was stored.
+    assert.match(await sectionText(page, 'cache'), /the call failed, so nothing was stored/);
+    assert.equal((await facts(page, 'routing'))['Model called (it did not answer)'] !== undefined, true, 'the refusing model is not "the model that answered"');
     await shoot(page, 'figures-request-failed');
   });
 

@@ -19,6 +19,8 @@ const COMPACTION: Record<string, string> = {
   'drop-turns': 'drop-turns: the oldest middle turns dropped (each tool call with its results) to fit the token budget',
 };
 
+const FAILED_MISS = 'Miss: looked up and not found; the call failed, so nothing was stored (errors are never cached).';
+
 const CACHE: Record<string, string> = {
   hit: 'Hit: answered from the response cache; no provider was called and nothing was paid for.',
   dedup: 'Dedup: an identical call was in flight; this one was answered with its answer, and only that one was paid for.',
@@ -79,7 +81,9 @@ function cacheSection(r: RequestDetail): string {
     pairs.push(['Saved', `${usd(r.saved_cache_usd)} (what the reused answer cost)`]);
     pairs.push(['Tokens not paid for', count(Math.max(0, r.saved_tokens - r.compaction_saved_tokens))]);
   }
-  return section('cache', 'Cache', `<p>${escapeHtml(CACHE[r.cache_status] ?? r.cache_status)}</p>${facts(pairs)}`);
+  // A failed call was never stored: an error is not cached.
+  const said = r.cache_status === 'miss' && r.status >= 400 ? FAILED_MISS : (CACHE[r.cache_status] ?? r.cache_status);
+  return section('cache', 'Cache', `<p>${escapeHtml(said)}</p>${facts(pairs)}`);
 }
 
 function compactionSection(r: RequestDetail): string {
@@ -104,7 +108,10 @@ function routingSection(r: RequestDetail): string {
     'Routing',
     facts([
       ['Model asked for', logLink('model', r.model_requested)],
-      ['Model that answered', r.model_used === null ? `${none} (no provider was called)` : logLink('model', r.model_used)],
+      [
+        r.status >= 400 ? 'Model called (it did not answer)' : 'Model that answered',
+        r.model_used === null ? `${none} (no provider was called)` : logLink('model', r.model_used),
+      ],
       ['Provider', r.provider === null ? none : escapeHtml(r.provider)],
       ['Reason', r.route_reason === null ? 'called as named (not routed)' : escapeHtml(r.route_reason)],
       ['Saved by routing', usd(r.saved_routing_usd)],

@@ -50,7 +50,8 @@ function drawCharts() {
     box.append(canvas);
     const horizontal = data.kind === 'bar';
     const money = { color: muted, callback: (value) => formatUsd(Number(value)) };
-    const names = { color: muted, autoSkip: true, maxRotation: 0, callback(value) { return shorten(String(this.getLabelForValue(value))); } };
+    // Labels skipped to fit the width (a phone shows a few hours, not all 24), with room between them.
+    const names = { color: muted, autoSkip: true, autoSkipPadding: 16, maxRotation: 0, maxTicksLimit: Math.max(3, Math.floor(canvas.clientWidth / 110)), callback(value) { return shorten(String(this.getLabelForValue(value))); } };
     new Chart(canvas, {
       type: data.kind,
       data: {
