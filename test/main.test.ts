@@ -7,7 +7,10 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import type { GatewayTables } from '../src/gateway/schema.ts';
+import { closeDatabase, openDatabase } from '../src/platform/db.ts';
 import { freePort } from './helpers/auth.ts';
+import { usageRow } from './helpers/gateway.ts';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 
@@ -27,6 +30,26 @@ describe('npm start (src/main.ts) and npm run migrate (src/migrate.ts)', () => {
       });
     assert.match(await run(), /^auth \(sqlite\): applied 0001_/m);
     assert.match(await run(), /^auth \(sqlite\): up to date$/m);
+  });
+
+  test('npm run rebuild-usage-rollups refills the rollups from the records (a record written without them, by an older release, is counted)', async () => {
+    const env = { PATH: process.env['PATH'] ?? '', DATA_DIR: join(dir, 'rollups') };
+    const run = (script: string) =>
+      new Promise<string>((resolve, reject) => {
+        execFile(process.execPath, [script], { cwd: ROOT, env }, (err, stdout) => (err ? reject(err) : resolve(stdout)));
+      });
+    await run('src/migrate.ts');
+    const { db } = await openDatabase<GatewayTables>({ url: undefined, sqlitePath: join(dir, 'rollups', 'gateway.sqlite') });
+    const totals = () => db.selectFrom('usage_rollup_tenant').select((eb) => eb.fn.sum<number>('requests').as('n')).executeTakeFirstOrThrow();
+    try {
+      // As a release before the rollups wrote it: the record alone.
+      await db.insertInto('usage_records').values(usageRow({ request_id: 'old-release', tenant_id: 't1', created_at: Date.UTC(2026, 10, 1), cost_usd: 0.5 })).execute();
+      assert.equal((await totals()).n, null, 'not in the rollups yet');
+      assert.match(await run('src/rebuild-usage-rollups.ts'), /^gateway \(sqlite\): usage rollups rebuilt from 1 usage records$/m);
+      assert.equal(Number((await totals()).n), 1);
+    } finally {
+      await closeDatabase(db);
+    }
   });
 
   test('starts every service on embedded defaults, prints its URL and development key, wires the console\'s account sign-in, answers, and exits 0 on SIGTERM', async () => {
