@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -11,12 +10,11 @@ import { CONSOLE_CSP } from '../../../src/gateway/console/layout.ts';
 import { escapeHtml } from '../../../src/platform/html.ts';
 import { createFakeProvider, type FakeProvider } from '../../../tools/fake-provider/server.ts';
 import { chromiumSkip, launchChromium } from '../../helpers/chromium.ts';
+import { ConsoleBrowser, h1, MailInbox, path, submitting } from '../../helpers/console-browser.ts';
 import { type LiveGateway, startLiveGateway } from '../../helpers/gateway-service.ts';
 
 /** Git-ignored: every page at desktop and phone width, for a person to look at (the best are copied to docs/images/). */
 const SHOTS = join(import.meta.dirname, '..', '..', '.screenshots', 'console');
-const DESKTOP = { width: 1280, height: 900 };
-const PHONE = { width: 375, height: 812 };
 
 /**
  * The console as a person uses it: real Chromium, the whole gateway (data
@@ -34,19 +32,17 @@ describe('the console in Chromium', { skip: chromiumSkip }, () => {
   let attackerPort: number;
   /** What the attacker's page posts: its target and fields, set by the test before it opens the page. */
   let attack: { action: string; fields: Record<string, string> } = { action: '', fields: {} };
-  const inbox: { to: string; text: string }[] = [];
+  const inbox = new MailInbox();
+  /** This suite's pages with their errors and documents, audit(), shoot(), signIn() (test/helpers/console-browser.ts). */
+  let ui: ConsoleBrowser;
   const a = { email: `console-a-${process.pid}@example.com`, name: 'Acme Research', context: undefined as unknown as BrowserContext, page: undefined as unknown as Page };
   const b = { email: `console-b-${process.pid}@example.com`, name: 'Beta Labs', context: undefined as unknown as BrowserContext, page: undefined as unknown as Page };
   let aKey = '';
-  /** Everything a page reported as an error (CSP violations are reported so), by page. */
-  const consoleErrors = new Map<Page, string[]>();
-  /** The CSP header of every document the gateway sent, by URL path. */
-  const documents: { method: string; path: string; status: number; csp: string | undefined }[] = [];
 
   before(async () => {
-    mkdirSync(SHOTS, { recursive: true });
     browser = await launchChromium();
-    gw = await startLiveGateway('sqlite', {}, { transport: { send: async (m) => void inbox.push({ to: m.to, text: m.text }) } });
+    gw = await startLiveGateway('sqlite', {}, { transport: inbox.transport });
+    ui = new ConsoleBrowser({ browser, baseUrl: gw.url, inbox, shots: SHOTS });
     strict = await createFakeProvider({ apiKey: 'sk-the-right-key-0000' });
     for (const who of [a, b]) {
       const r = await gw.api('/api/v1/signup', { body: { name: who.name, email: who.email } });
@@ -72,112 +68,7 @@ describe('the console in Chromium', { skip: chromiumSkip }, () => {
     await gw?.close();
   });
 
-  async function newPage(options: { clipboard?: boolean } = {}): Promise<{ context: BrowserContext; page: Page }> {
-    const context = await browser.newContext({ viewport: DESKTOP, ...(options.clipboard ? { permissions: ['clipboard-read', 'clipboard-write'] } : {}) });
-    context.setDefaultTimeout(10_000);
-    const page = await context.newPage();
-    const errors: string[] = [];
-    consoleErrors.set(page, errors);
-    page.on('console', (m) => {
-      // A refused form's own 4xx page is the answer under test, not a fault of the page.
-      const refusedDocument = /^Failed to load resource: the server responded with a status of 4\d\d/.test(m.text()) && !m.location().url.includes('/assets/');
-      if (m.type() === 'error' && !refusedDocument) errors.push(m.text());
-    });
-    page.on('pageerror', (e) => void errors.push(e.message));
-    page.on('response', (r) => {
-      if (r.request().isNavigationRequest() && r.url().startsWith(gw.url)) {
-        documents.push({ method: r.request().method(), path: new URL(r.url()).pathname, status: r.status(), csp: r.headers()['content-security-policy'] });
-      }
-    });
-    return { context, page };
-  }
-
-  const path = (page: Page) => new URL(page.url()).pathname;
-  /** Runs an action that submits a form, and waits for the page it leads to. */
-  async function submitting(page: Page, act: () => Promise<void>): Promise<void> {
-    const loaded = page.waitForEvent('load');
-    await act();
-    await loaded;
-  }
-  const h1 = (page: Page) => page.locator('h1').innerText();
   const main = (page: Page) => page.locator('main').innerText();
-
-  /**
-   * What every console page must be: served with the console's CSP; no
-   * <script> without src, no on* handler, no style attribute; every control
-   * labelled; one h1 and no heading level skipped; nothing reported as an
-   * error (a CSP violation is reported so).
-   */
-  async function audit(page: Page): Promise<void> {
-    const last = documents.at(-1);
-    assert.ok(last, 'a document was loaded');
-    assert.equal(last.csp, CONSOLE_CSP, `CSP of ${last.path}`);
-    const found = await page.evaluate(() => {
-      // A data block (type application/json, which charts read) is never run; any other script must come from a file.
-      const inline = [...document.querySelectorAll('script')].filter((s) => !s.src && s.type !== 'application/json').length;
-      const handlers: string[] = [];
-      const styled: string[] = [];
-      for (const el of document.querySelectorAll('*')) {
-        for (const attr of el.getAttributeNames()) {
-          if (attr.startsWith('on')) handlers.push(`${el.tagName} ${attr}`);
-          // Chart.js sizes its canvas through the CSSOM (el.style), which the CSP allows and which shows as an attribute; the
-          // served HTML has none (console.test.ts), and a style the CSP blocked would be reported as an error below.
-          if (attr === 'style' && el.tagName !== 'CANVAS') styled.push(el.tagName);
-        }
-      }
-      const unlabelled = [...document.querySelectorAll<HTMLInputElement | HTMLSelectElement>('input:not([type=hidden]), select, textarea')]
-        .filter((c) => c.labels === null || c.labels.length === 0)
-        .map((c) => c.id || c.name);
-      const levels = [...document.querySelectorAll('h1, h2, h3, h4, h5, h6')].map((h) => Number(h.tagName[1]));
-      return { inline, handlers, styled, unlabelled, levels };
-    });
-    assert.equal(found.inline, 0, `inline <script> on ${path(page)}`);
-    assert.deepEqual(found.handlers, [], `inline handlers on ${path(page)}`);
-    assert.deepEqual(found.styled, [], `style attributes on ${path(page)}`);
-    assert.deepEqual(found.unlabelled, [], `controls without a label on ${path(page)}`);
-    assert.equal(found.levels.filter((l) => l === 1).length, 1, `one h1 on ${path(page)}`);
-    for (let i = 1; i < found.levels.length; i++) assert.ok(found.levels[i]! <= found.levels[i - 1]! + 1, `heading order on ${path(page)}: ${found.levels}`);
-    assert.deepEqual(consoleErrors.get(page), [], `errors reported on ${path(page)}`);
-  }
-
-  /** The page at desktop and phone width (nothing wider than the phone), then back to desktop. */
-  async function shoot(page: Page, name: string): Promise<void> {
-    await audit(page);
-    await page.screenshot({ path: join(SHOTS, `${name}-desktop.png`), fullPage: true });
-    await page.setViewportSize(PHONE);
-    const width = await page.evaluate(() => document.documentElement.scrollWidth);
-    assert.ok(width <= PHONE.width, `${name} is ${width}px wide on a ${PHONE.width}px phone`);
-    await page.screenshot({ path: join(SHOTS, `${name}-phone.png`), fullPage: true });
-    await page.setViewportSize(DESKTOP);
-  }
-
-  async function linkFor(email: string): Promise<string> {
-    for (let i = 0; i < 200; i++) {
-      const mail = inbox.filter((m) => m.to === email).at(-1);
-      if (mail) {
-        inbox.splice(inbox.indexOf(mail), 1);
-        const link = new URL(/https?:\/\/\S+/.exec(mail.text)![0]);
-        // The live gateway listens on a port chosen at start; its GATEWAY_BASE_URL cannot name it.
-        return `${gw.url}${link.pathname}${link.search}`;
-      }
-      await new Promise((r) => setTimeout(r, 25));
-    }
-    throw new Error(`no sign-in email to ${email}`);
-  }
-
-  /** Asks for a link on the sign-in page (with the keyboard), opens the email's link, signs in. */
-  async function signIn(page: Page, email: string, shots?: string): Promise<void> {
-    await page.goto(`${gw.url}/sign-in`);
-    await page.getByLabel('Email address').fill(email);
-    await submitting(page, () => page.getByLabel('Email address').press('Enter'));
-    assert.equal(await h1(page), 'Check your email');
-    if (shots) await shoot(page, `${shots}-check-email`);
-    await page.goto(await linkFor(email));
-    if (shots) await shoot(page, `${shots}-magic-link`);
-    await submitting(page, () => page.getByRole('button', { name: 'Sign in to the console' }).click());
-    assert.equal(path(page), '/');
-  }
-
   const card = (page: Page, heading: string) => page.locator('li.card').filter({ has: page.getByRole('heading', { name: heading, exact: true }) });
   /** The <summary> that opens one of a card's <details>. */
   const opener = (within: ReturnType<typeof card>, text: string) => within.locator('summary').filter({ hasText: text });
@@ -185,23 +76,23 @@ describe('the console in Chromium', { skip: chromiumSkip }, () => {
   const hello = (key: string) => sdk(key).chat.completions.create({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'hello' }] });
 
   test('pages redirect to the sign-in page until one signs in', async () => {
-    const { context, page } = await newPage();
+    const { context, page } = await ui.newPage();
     for (const p of ['/', '/api-keys', '/provider-keys']) {
       await page.goto(`${gw.url}${p}`);
       assert.equal(path(page), '/sign-in', p);
     }
     assert.equal(await h1(page), 'Sign in to the AI gateway console');
-    await shoot(page, '01-sign-in');
+    await ui.shoot(page, '01-sign-in');
     await context.close();
   });
 
   test('sign in by the link of the sign-in email, and land on the console; the cookie is HttpOnly and SameSite=Lax', async () => {
-    ({ context: a.context, page: a.page } = await newPage({ clipboard: true }));
-    await signIn(a.page, a.email, '02');
+    ({ context: a.context, page: a.page } = await ui.newPage({ permissions: ['clipboard-read', 'clipboard-write'] }));
+    await ui.signIn(a.page, a.email, '02');
     assert.equal(await h1(a.page), 'Overview');
     assert.match(await a.page.locator('header').innerText(), new RegExp(a.name));
     assert.match(await main(a.page), /0 keys stored/);
-    await shoot(a.page, '03-overview');
+    await ui.shoot(a.page, '03-overview');
     const cookie = (await a.context.cookies(gw.url)).find((c) => c.name === 'gw_console');
     assert.ok(cookie, 'the console cookie');
     assert.match(cookie.value, /^gws_/);
@@ -215,7 +106,7 @@ describe('the console in Chromium', { skip: chromiumSkip }, () => {
     const page = a.page;
     await submitting(page, () => page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'Provider keys' }).click());
     assert.equal(await h1(page), 'Provider keys');
-    await audit(page);
+    await ui.audit(page);
     await page.getByLabel('Provider').selectOption({ label: 'OpenAI' });
     await page.locator('#add-key').fill('sk-fake-first-1111');
     await page.locator('#add-base-url').fill(`${gw.fake.url}/v1`);
@@ -233,7 +124,7 @@ describe('the console in Chromium', { skip: chromiumSkip }, () => {
     assert.equal(gw.fake.calls.last()?.route, 'models', 'one call to the model list');
     assert.equal(gw.fake.calls.last()?.headers.authorization, 'Bearer sk-fake-first-1111');
     assert.equal(gw.fake.calls.count, 1);
-    await shoot(page, '04-provider-keys-test-ok');
+    await ui.shoot(page, '04-provider-keys-test-ok');
 
     await opener(card(page, 'OpenAI'), 'Replace the OpenAI key').click();
     await card(page, 'OpenAI').getByLabel('API key').fill('sk-fake-second-2222');
@@ -258,7 +149,7 @@ describe('the console in Chromium', { skip: chromiumSkip }, () => {
       await failed.innerText(),
       /^Failed: The OpenAI-compatible server API refused the OpenAI-compatible server key stored for this tenant: .+ \(upstream_authentication_failed, HTTP 401\)$/,
     );
-    await shoot(page, '05-provider-keys-test-failed');
+    await ui.shoot(page, '05-provider-keys-test-failed');
     await opener(card(page, 'OpenAI-compatible server'), 'Delete the OpenAI-compatible server key').click();
     await submitting(page, () => card(page, 'OpenAI-compatible server').getByRole('button', { name: 'Delete the OpenAI-compatible server key now' }).click());
     assert.match(await page.getByRole('status').first().innerText(), /Key deleted/);
@@ -273,7 +164,7 @@ describe('the console in Chromium', { skip: chromiumSkip }, () => {
   test('API keys: create one with the keyboard, see it once with a copy button, then call the gateway with it through the openai SDK', async () => {
     const page = a.page;
     await page.goto(`${gw.url}/api-keys`);
-    await audit(page);
+    await ui.audit(page);
     // Keyboard only: the skip link comes first and shows where the focus is.
     await page.keyboard.press('Tab');
     assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Skip to content');
@@ -290,7 +181,7 @@ describe('the console in Chromium', { skip: chromiumSkip }, () => {
     await page.waitForFunction(() => document.getElementById('new-key-status')?.textContent !== '');
     assert.equal(await page.locator('#new-key-status').innerText(), 'Copied to the clipboard.');
     assert.equal(await page.evaluate(() => navigator.clipboard.readText()), aKey);
-    await shoot(page, '06-api-key-created');
+    await ui.shoot(page, '06-api-key-created');
 
     const answer = await hello(aKey);
     assert.match(answer.choices[0]!.message.content ?? '', /^echo: hello/);
@@ -307,12 +198,12 @@ describe('the console in Chromium', { skip: chromiumSkip }, () => {
     // A value the Limits schema refuses: the error is next to its field, announced, and the field has the focus.
     await ci.getByLabel('Requests per minute').fill('lots');
     await submitting(page, () => ci.getByRole('button', { name: 'Save limits' }).click());
-    assert.equal(documents.at(-1)?.status, 400);
+    assert.equal(ui.documents.at(-1)?.status, 400);
     const field = card(page, 'ci-bot').getByLabel('Requests per minute');
     assert.equal(await card(page, 'ci-bot').getByRole('alert').innerText(), 'Requests per minute must be a whole number from 1 to 1,000,000, or empty for no limit.');
     assert.equal(await field.getAttribute('aria-invalid'), 'true');
     assert.equal(await page.evaluate(() => document.activeElement?.getAttribute('name')), 'requests_per_minute');
-    await shoot(page, '07-api-keys-field-error');
+    await ui.shoot(page, '07-api-keys-field-error');
     await field.fill('1');
     await submitting(page, () => card(page, 'ci-bot').getByRole('button', { name: 'Save limits' }).click());
     assert.match(await page.getByRole('status').first().innerText(), /Limits saved/);
@@ -332,7 +223,7 @@ describe('the console in Chromium', { skip: chromiumSkip }, () => {
     }
     assert.ok(outcomes.includes(429), `outcomes: ${outcomes}`);
     await page.reload();
-    await shoot(page, '07-api-keys-limits-saved');
+    await ui.shoot(page, '07-api-keys-limits-saved');
   });
 
   test('revoking the key refuses its next call with 401', async () => {
@@ -357,11 +248,11 @@ describe('the console in Chromium', { skip: chromiumSkip }, () => {
     await a.page.goto(`${gw.url}/api-keys`);
     const aKeyId = (await card(a.page, 'a-only-production').getAttribute('id'))!.slice('key-'.length);
 
-    ({ context: b.context, page: b.page } = await newPage());
-    await signIn(b.page, b.email);
+    ({ context: b.context, page: b.page } = await ui.newPage());
+    await ui.signIn(b.page, b.email);
     for (const p of ['/', '/api-keys', '/provider-keys']) {
       await b.page.goto(`${gw.url}${p}`);
-      await audit(b.page);
+      await ui.audit(b.page);
       const html = await b.page.content();
       for (const secret of ['a-only-production', aKeyId, liveKey.slice(0, 10), '2222', a.name, a.email]) {
         assert.ok(!html.includes(secret), `${p} shows ${secret}`);
@@ -377,7 +268,7 @@ describe('the console in Chromium', { skip: chromiumSkip }, () => {
         form.submit();
       }, aKeyId),
     );
-    assert.equal(documents.at(-1)?.status, 404);
+    assert.equal(ui.documents.at(-1)?.status, 404);
     assert.match(await b.page.getByRole('alert').innerText(), /No API key with this id belongs to this tenant/);
     const still = await hello(liveKey);
     assert.match(still.choices[0]!.message.content ?? '', /^echo:/);
@@ -391,22 +282,22 @@ describe('the console in Chromium', { skip: chromiumSkip }, () => {
     await page.getByLabel('Name', { exact: true }).fill('no-token');
     await page.evaluate(() => document.querySelector('form[action="/api-keys"] input[name=csrf]')!.remove());
     await submitting(page, () => page.getByRole('button', { name: 'Create key' }).click());
-    assert.equal(documents.at(-1)?.status, 403);
+    assert.equal(ui.documents.at(-1)?.status, 403);
     assert.equal(await h1(page), 'This form was refused');
     assert.match(await page.getByRole('alert').innerText(), /expired or did not come from this console/);
-    await shoot(page, '08-csrf-refused');
+    await ui.shoot(page, '08-csrf-refused');
 
     // Same site (another port of 127.0.0.1): the browser sends the cookie, Sec-Fetch-Site says same-site, Origin is foreign.
     attack = { action: `${gw.url}/api-keys`, fields: { csrf: token, name: 'attack-same-site' } };
     await page.goto(`http://127.0.0.1:${attackerPort}/`);
     await page.waitForURL((u) => u.href.startsWith(gw.url));
-    assert.equal(documents.at(-1)?.status, 403);
+    assert.equal(ui.documents.at(-1)?.status, 403);
     assert.match(await page.getByRole('alert').innerText(), /sent from another site/);
     // Another site (localhost): SameSite=Lax keeps the cookie home, so the post is not even signed in (303 to /sign-in).
     attack = { action: `${gw.url}/api-keys`, fields: { csrf: token, name: 'attack-cross-site' } };
     await page.goto(`http://localhost:${attackerPort}/`);
     await page.waitForURL((u) => u.href.startsWith(gw.url));
-    const posted = documents.findLast((d) => d.method === 'POST');
+    const posted = ui.documents.findLast((d) => d.method === 'POST');
     assert.deepEqual([posted?.path, posted?.status], ['/api-keys', 303]);
     const live = await names();
     for (const name of ['no-token', 'attack-same-site', 'attack-cross-site']) assert.ok(!live.includes(name), name);
@@ -415,11 +306,11 @@ describe('the console in Chromium', { skip: chromiumSkip }, () => {
   test('no page runs inline script, and the charting library runs under the same CSP', async () => {
     const page = a.page;
     await page.goto(`${gw.url}/`);
-    await audit(page);
+    await ui.audit(page);
     // The policy is enforced: a script without src is blocked.
     await page.addScriptTag({ content: 'window.inlineRan = true;' }).catch(() => undefined);
     assert.equal(await page.evaluate(() => (window as unknown as { inlineRan?: boolean }).inlineRan), undefined);
-    const blocked = consoleErrors.get(page)!.splice(0);
+    const blocked = ui.errors.get(page)!.splice(0);
     assert.ok(blocked.some((e) => /Content Security Policy/.test(e)), 'the browser reports the blocked inline script');
     // Chart.js from the asset route: no eval, no injected style, a drawn chart.
     await page.addScriptTag({ url: new ConsoleAssets().url('chart.umd.min.js') });
@@ -438,8 +329,8 @@ describe('the console in Chromium', { skip: chromiumSkip }, () => {
       return painted;
     });
     assert.equal(drawn, true, 'the chart drew');
-    assert.deepEqual(consoleErrors.get(page), [], 'no CSP violation');
-    const cspOnEveryDocument = documents.filter((d) => d.status !== 303 && !d.path.startsWith('/assets/'));
+    assert.deepEqual(ui.errors.get(page), [], 'no CSP violation');
+    const cspOnEveryDocument = ui.documents.filter((d) => d.status !== 303 && !d.path.startsWith('/assets/'));
     assert.ok(cspOnEveryDocument.length >= 15);
     for (const d of cspOnEveryDocument) assert.equal(d.csp, CONSOLE_CSP, `${d.path} (${d.status})`);
   });
@@ -448,7 +339,7 @@ describe('the console in Chromium', { skip: chromiumSkip }, () => {
     const page = a.page;
     const session = (await a.context.cookies(gw.url)).find((c) => c.name === 'gw_console')!.value;
     await page.goto(`${gw.url}/provider-keys`);
-    await shoot(page, '09-provider-keys');
+    await ui.shoot(page, '09-provider-keys');
     await submitting(page, () => page.getByRole('button', { name: 'Sign out' }).click());
     assert.equal(path(page), '/sign-in');
     assert.match(await page.getByRole('status').innerText(), /You are signed out/);

@@ -1,18 +1,16 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import OpenAI from 'openai';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { CONSOLE_CSP } from '../../../src/gateway/console/layout.ts';
 import type { RequestDetail } from '../../../src/gateway/request-log.ts';
 import { chromiumSkip, launchChromium } from '../../helpers/chromium.ts';
+import { ConsoleBrowser, h1, MailInbox, path, settle, submitting } from '../../helpers/console-browser.ts';
 import { type LiveGateway, startLiveGateway, usageRecord } from '../../helpers/gateway-service.ts';
 
 /** Git-ignored: every page at desktop and phone width, for a person to look at (the best are copied to docs/images/). */
 const SHOTS = join(import.meta.dirname, '..', '..', '.screenshots', 'console');
-const DESKTOP = { width: 1280, height: 900 };
-const PHONE = { width: 375, height: 812 };
 
 // Figures written as the pages write them, recomputed here (not imported), so a changed figure or format is seen.
 
@@ -59,20 +57,21 @@ interface Made {
 describe("the console's figures in Chromium", { skip: chromiumSkip }, () => {
   let browser: Browser;
   let gw: LiveGateway;
-  const inbox: { to: string; text: string }[] = [];
+  const inbox = new MailInbox();
+  /** This suite's pages with their errors and documents, audit(), shoot(), signIn() (test/helpers/console-browser.ts). */
+  let ui: ConsoleBrowser;
   const a = { email: `figures-a-${process.pid}@example.com`, name: 'Acme Figures', context: undefined as unknown as BrowserContext, page: undefined as unknown as Page };
   const b = { email: `figures-b-${process.pid}@example.com`, name: 'Beta Figures', context: undefined as unknown as BrowserContext, page: undefined as unknown as Page };
   let apiKey = '';
   const made: Made[] = [];
   const call = (what: Made['what']) => made.find((m) => m.what === what)!;
-  const consoleErrors = new Map<Page, string[]>();
-  const documents: { method: string; path: string; status: number; csp: string | undefined }[] = [];
 
   before(async () => {
-    mkdirSync(SHOTS, { recursive: true });
     browser = await launchChromium();
     // The cache is off in the helper's gateway (its suites repeat calls): workspace A turns it on in Settings.
-    gw = await startLiveGateway('sqlite', {}, { transport: { send: async (m) => void inbox.push({ to: m.to, text: m.text }) } });
+    gw = await startLiveGateway('sqlite', {}, { transport: inbox.transport });
+    // Reduced motion: the charts draw without animation, so a screenshot shows them whole (and shoot() lets them settle).
+    ui = new ConsoleBrowser({ browser, baseUrl: gw.url, inbox, shots: SHOTS, context: { reducedMotion: 'reduce', acceptDownloads: true }, settleCharts: true });
     for (const who of [a, b]) assert.equal((await gw.api('/api/v1/signup', { body: { name: who.name, email: who.email } })).status, 201);
   });
   after(async () => {
@@ -80,111 +79,10 @@ describe("the console's figures in Chromium", { skip: chromiumSkip }, () => {
     await gw?.close();
   });
 
-  // The helpers of console-browser.test.ts: a page that records its errors and documents, audit(), shoot(), signIn().
-
-  async function newPage(): Promise<{ context: BrowserContext; page: Page }> {
-    // Reduced motion: the charts draw without animation, so a screenshot shows them whole.
-    const context = await browser.newContext({ viewport: DESKTOP, reducedMotion: 'reduce', acceptDownloads: true });
-    context.setDefaultTimeout(10_000);
-    const page = await context.newPage();
-    const errors: string[] = [];
-    consoleErrors.set(page, errors);
-    page.on('console', (m) => {
-      // A 404 page under test is the answer, not a fault of the page.
-      const refusedDocument = /^Failed to load resource: the server responded with a status of 4\d\d/.test(m.text()) && !m.location().url.includes('/assets/');
-      if (m.type() === 'error' && !refusedDocument) errors.push(m.text());
-    });
-    page.on('pageerror', (e) => void errors.push(e.message));
-    page.on('response', (r) => {
-      if (r.request().isNavigationRequest() && r.url().startsWith(gw.url)) {
-        documents.push({ method: r.request().method(), path: new URL(r.url()).pathname, status: r.status(), csp: r.headers()['content-security-policy'] });
-      }
-    });
-    return { context, page };
-  }
-
-  const path = (page: Page) => new URL(page.url()).pathname;
-  async function submitting(page: Page, act: () => Promise<void>): Promise<void> {
-    const loaded = page.waitForEvent('load');
-    await act();
-    await loaded;
-  }
-  const h1 = (page: Page) => page.locator('h1').innerText();
   const go = async (page: Page, to: string) => {
     const res = await page.goto(`${gw.url}${to}`);
     return res?.status();
   };
-
-  async function audit(page: Page): Promise<void> {
-    const last = documents.at(-1);
-    assert.ok(last, 'a document was loaded');
-    assert.equal(last.csp, CONSOLE_CSP, `CSP of ${last.path}`);
-    const found = await page.evaluate(() => {
-      const inline = [...document.querySelectorAll('script')].filter((s) => !s.src && s.type !== 'application/json').length;
-      const handlers: string[] = [];
-      const styled: string[] = [];
-      for (const el of document.querySelectorAll('*')) {
-        for (const attr of el.getAttributeNames()) {
-          if (attr.startsWith('on')) handlers.push(`${el.tagName} ${attr}`);
-          // Chart.js sizes its canvas through the CSSOM (see console-browser.test.ts): canvases excepted.
-          if (attr === 'style' && el.tagName !== 'CANVAS') styled.push(el.tagName);
-        }
-      }
-      const unlabelled = [...document.querySelectorAll<HTMLInputElement | HTMLSelectElement>('input:not([type=hidden]), select, textarea')]
-        .filter((c) => c.labels === null || c.labels.length === 0)
-        .map((c) => c.id || c.name);
-      const levels = [...document.querySelectorAll('h1, h2, h3, h4, h5, h6')].map((h) => Number(h.tagName[1]));
-      return { inline, handlers, styled, unlabelled, levels };
-    });
-    assert.equal(found.inline, 0, `inline <script> on ${path(page)}`);
-    assert.deepEqual(found.handlers, [], `inline handlers on ${path(page)}`);
-    assert.deepEqual(found.styled, [], `style attributes on ${path(page)}`);
-    assert.deepEqual(found.unlabelled, [], `controls without a label on ${path(page)}`);
-    assert.equal(found.levels.filter((l) => l === 1).length, 1, `one h1 on ${path(page)}`);
-    for (let i = 1; i < found.levels.length; i++) assert.ok(found.levels[i]! <= found.levels[i - 1]! + 1, `heading order on ${path(page)}: ${found.levels}`);
-    assert.deepEqual(consoleErrors.get(page), [], `errors reported on ${path(page)}`);
-  }
-
-  /** Lets the charts follow a change of width (Chart.js resizes on the next frames). */
-  const settle = (page: Page) => page.evaluate(() => new Promise<void>((r) => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(r, 50)))));
-
-  /** The page audited, then shot at desktop and phone width (nothing wider than the phone), then back to desktop. */
-  async function shoot(page: Page, name: string): Promise<void> {
-    await audit(page);
-    await settle(page);
-    await page.screenshot({ path: join(SHOTS, `${name}-desktop.png`), fullPage: true });
-    await page.setViewportSize(PHONE);
-    await settle(page);
-    const width = await page.evaluate(() => document.documentElement.scrollWidth);
-    assert.ok(width <= PHONE.width, `${name} is ${width}px wide on a ${PHONE.width}px phone`);
-    await page.screenshot({ path: join(SHOTS, `${name}-phone.png`), fullPage: true });
-    await page.setViewportSize(DESKTOP);
-    await settle(page);
-  }
-
-  async function linkFor(email: string): Promise<string> {
-    for (let i = 0; i < 200; i++) {
-      const mail = inbox.filter((m) => m.to === email).at(-1);
-      if (mail) {
-        inbox.splice(inbox.indexOf(mail), 1);
-        const link = new URL(/https?:\/\/\S+/.exec(mail.text)![0]);
-        return `${gw.url}${link.pathname}${link.search}`;
-      }
-      await new Promise((r) => setTimeout(r, 25));
-    }
-    throw new Error(`no sign-in email to ${email}`);
-  }
-
-  async function signIn(page: Page, email: string): Promise<void> {
-    await go(page, '/sign-in');
-    await page.getByLabel('Email address').fill(email);
-    await submitting(page, () => page.getByLabel('Email address').press('Enter'));
-    assert.equal(await h1(page), 'Check your email');
-    await page.goto(await linkFor(email));
-    await submitting(page, () => page.getByRole('button', { name: 'Sign in to the console' }).click());
-    assert.equal(path(page), '/');
-  }
-
   const sessionOf = async (who: typeof a) => (await who.context.cookies(gw.url)).find((c) => c.name === 'gw_console')!.value;
 
   // Reading figures off a page.
@@ -244,9 +142,9 @@ describe("the console's figures in Chromium", { skip: chromiumSkip }, () => {
   }
 
   test('workspace A signs in by the emailed link, turns the cache and request bodies on in Settings, stores a provider key for the fake provider and creates an API key in the page', async () => {
-    ({ context: a.context, page: a.page } = await newPage());
+    ({ context: a.context, page: a.page } = await ui.newPage());
     const page = a.page;
-    await signIn(page, a.email);
+    await ui.signIn(page, a.email);
 
     await submitting(page, () => page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'Settings' }).click());
     assert.equal(await h1(page), 'Settings');
@@ -263,7 +161,7 @@ describe("the console's figures in Chromium", { skip: chromiumSkip }, () => {
     assert.equal(tenant.body.settings.cache.enabled, true);
     assert.equal(tenant.body.store_bodies, true);
     await page.goto(`${gw.url}/settings#cache`);
-    await shoot(page, 'figures-settings');
+    await ui.shoot(page, 'figures-settings');
 
     await go(page, '/provider-keys');
     await page.getByLabel('Provider').selectOption({ label: 'OpenAI' });
@@ -282,7 +180,7 @@ describe("the console's figures in Chromium", { skip: chromiumSkip }, () => {
     assert.equal(await h1(page), 'Quick start');
     assert.equal(await page.locator('#base-url').innerText(), `${gw.url}/v1`);
     assert.ok(!(await page.content()).includes(apiKey), 'the key is never on the quick start');
-    await shoot(page, 'figures-quick-start');
+    await ui.shoot(page, 'figures-quick-start');
   });
 
   test('through the openai SDK: a call, the same call from the cache, a compacted call, a routed call and a call the provider refuses, each saying what happened in its headers', async () => {
@@ -419,7 +317,7 @@ describe("the console's figures in Chromium", { skip: chromiumSkip }, () => {
     near(chart.series[1]!.values.reduce((x, y) => x + y, 0), spend + saved, 'the chart’s cost without the gateway');
     assert.equal(await page.locator('#latency caption').innerText(), 'Latency percentiles over 5 calls');
     await chartsDrawn(page, 1);
-    await shoot(page, 'figures-overview');
+    await ui.shoot(page, 'figures-overview');
   });
 
   test('Usage over 24 hours, by model and by tag: each group’s requests, failures, tokens, spend, saved and hit rate; the CSV downloaded from the page has the same rows', async () => {
@@ -466,7 +364,7 @@ describe("the console's figures in Chromium", { skip: chromiumSkip }, () => {
       near(bars.series[0]!.values[i]!, sum(rows.filter((r) => (r.model_used ?? r.model_requested) === model), (r) => r.cost_usd), model);
     }
     await chartsDrawn(page, 2);
-    await shoot(page, 'figures-usage-by-model');
+    await ui.shoot(page, 'figures-usage-by-model');
 
     await page.getByLabel('Group by').selectOption({ label: 'Tag' });
     await submitting(page, () => page.getByRole('button', { name: 'Show' }).click());
@@ -477,7 +375,7 @@ describe("the console's figures in Chromium", { skip: chromiumSkip }, () => {
     assert.deepEqual(byTag.get('agent')!.slice(0, 2), ['2', '1']);
     assert.equal(byTag.get('nightly-eval')![7], '50.0%');
     await chartsDrawn(page, 2);
-    await shoot(page, 'figures-usage-by-tag');
+    await ui.shoot(page, 'figures-usage-by-tag');
 
     // The CSV, as the browser downloads it from the page's link.
     const downloading = page.waitForEvent('download');
@@ -536,7 +434,7 @@ describe("the console's figures in Chromium", { skip: chromiumSkip }, () => {
       assert.equal(saved, r.cost_saved_usd > 0 ? usd(r.cost_saved_usd) : 'none', m.what);
     }
     assert.match(rows.find((r) => r.id === call('routed').id)!.cells[2]!, new RegExp(`^auto → answered by ${call('routed').headers.get('x-gateway-model')}$`));
-    await shoot(page, 'figures-requests');
+    await ui.shoot(page, 'figures-requests');
 
     await page.getByLabel('Cache').selectOption({ label: 'Hit (answered from the cache)' });
     await submitting(page, () => page.getByRole('button', { name: 'Show calls' }).click());
@@ -545,7 +443,7 @@ describe("the console's figures in Chromium", { skip: chromiumSkip }, () => {
       (await logRows(page)).map((r) => r.id),
       [call('hit').id],
     );
-    await shoot(page, 'figures-requests-hits');
+    await ui.shoot(page, 'figures-requests-hits');
 
     await page.getByLabel('Cache').selectOption({ label: 'Any' });
     await page.getByLabel('Status').selectOption({ label: 'Errors (anything but 2xx)' });
@@ -557,7 +455,7 @@ describe("the console's figures in Chromium", { skip: chromiumSkip }, () => {
       [call('failed').id],
     );
     assert.equal(errors[0]!.cells[1], '401 upstream_authentication_failed');
-    await shoot(page, 'figures-requests-errors');
+    await ui.shoot(page, 'figures-requests-errors');
   });
 
   test("each call's page shows what its stage did: the hit what it saved, the compacted call its strategy and tokens removed, the routed call its model and reason, the failed call its status and code", async () => {
@@ -579,7 +477,7 @@ describe("the console's figures in Chromium", { skip: chromiumSkip }, () => {
     assert.deepEqual(await facts(page, 'cost'), { Cost: '$0', Saved: usd(hit.cost_saved_usd), 'Without the gateway': usd(hit.cost_saved_usd) });
     assert.match(await sectionText(page, 'attempts'), /None: the answer came from the cache\./);
     assert.deepEqual([(await facts(page, ''))['Tag'], (await facts(page, ''))['Session']], ['nightly-eval', 'eval-run-7']);
-    await shoot(page, 'figures-request-hit');
+    await ui.shoot(page, 'figures-request-hit');
 
     const compacted = await open('compacted');
     const removed = Number(call('compacted').headers.get('x-gateway-tokens-saved'));
@@ -588,7 +486,7 @@ describe("the console's figures in Chromium", { skip: chromiumSkip }, () => {
     assert.equal(compacted.compaction_saved_tokens, removed);
     // The body kept is the one the provider got: the log's middle replaced by the gateway's note.
     assert.match(await page.locator('#request-body').innerText(), /\[gateway: [\d,]+ lines \([\d,]+ characters\) removed from the middle of this output\]/);
-    await shoot(page, 'figures-request-compacted');
+    await ui.shoot(page, 'figures-request-compacted');
 
     const routed = await open('routed');
     assert.deepEqual(await facts(page, 'routing'), {
@@ -598,7 +496,7 @@ describe("the console's figures in Chromium", { skip: chromiumSkip }, () => {
       Reason: call('routed').headers.get('x-gateway-route-reason')!,
       'Saved by routing': usd(routed.saved_routing_usd),
     });
-    await shoot(page, 'figures-request-routed');
+    await ui.shoot(page, 'figures-request-routed');
 
     const failed = await open('failed');
     assert.equal((await facts(page, ''))['Status'], '401 Unauthorized upstream_authentication_failed');
@@ -609,13 +507,13 @@ describe("the console's figures in Chromium", { skip: chromiumSkip }, () => {
     // An error is never cached: the page must not say its answer was stored.
     assert.match(await sectionText(page, 'cache'), /the call failed, so nothing was stored/);
     assert.equal((await facts(page, 'routing'))['Model called (it did not answer)'] !== undefined, true, 'the refusing model is not "the model that answered"');
-    await shoot(page, 'figures-request-failed');
+    await ui.shoot(page, 'figures-request-failed');
   });
 
   test("workspace B, signed in in another browser context, sees none of A's figures, and A's call is a 404 page for B", async () => {
-    ({ context: b.context, page: b.page } = await newPage());
+    ({ context: b.context, page: b.page } = await ui.newPage());
     const page = b.page;
-    await signIn(page, b.email);
+    await ui.signIn(page, b.email);
     const secrets = [...made.map((m) => m.id), 'nightly-eval', 'eval-run-7', 'agent-run-1', 'figures-bot', a.name];
     const clean = async (where: string) => {
       const html = await page.content();
@@ -626,14 +524,14 @@ describe("the console's figures in Chromium", { skip: chromiumSkip }, () => {
     assert.deepEqual((await stats(page))['Requests'], ['0', 'none failed']);
     assert.deepEqual((await stats(page))['Spend'], ['$0.00', '0 tokens in, 0 out']);
     assert.match(await page.locator('main').innerText(), /No calls in this period\./);
-    await audit(page);
+    await ui.audit(page);
     await clean('Overview');
 
     for (const group of ['model', 'tag']) {
       await go(page, `/usage?period=24h&group_by=${group}`);
       assert.deepEqual((await stats(page))['Requests'], ['0', 'none failed']);
       assert.equal(await page.locator('#groups').count(), 0);
-      await audit(page);
+      await ui.audit(page);
       await clean(`Usage by ${group}`);
     }
     const csv = await page.evaluate((u) => fetch(u).then((r) => r.text()), `${gw.url}/usage.csv?period=24h&group_by=tag`);
@@ -642,18 +540,18 @@ describe("the console's figures in Chromium", { skip: chromiumSkip }, () => {
     await go(page, '/requests');
     assert.equal(await page.locator('table.log-table').count(), 0);
     assert.match(await page.locator('main').innerText(), /No calls match from/);
-    await audit(page);
+    await ui.audit(page);
     await clean('Requests');
 
     for (const m of made) {
       assert.equal(await go(page, `/requests/${encodeURIComponent(m.id)}`), 404, m.what);
       assert.equal(await h1(page), 'Request not found');
       assert.match(await page.getByRole('alert').innerText(), /a request id of another workspace is not found either/);
-      await audit(page);
+      await ui.audit(page);
     }
-    await shoot(page, 'figures-b-request-not-found');
+    await ui.shoot(page, 'figures-b-request-not-found');
     await go(page, '/?period=24h');
-    await shoot(page, 'figures-b-overview');
+    await ui.shoot(page, 'figures-b-overview');
     await a.context.close();
     await b.context.close();
   });
