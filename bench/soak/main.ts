@@ -4,6 +4,7 @@ import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { memoryAfterGcAt } from '../../test/reliability/process-memory.ts';
+import { type MappedMemory, mappedGrowth, mappedMemory } from './smaps.ts';
 import { type ChildServer, startServer } from '../lib/children.ts';
 import { REDIRECT_URI } from '../lib/oauth-flow.ts';
 import { Origin } from './http.ts';
@@ -147,18 +148,22 @@ try {
     { name: 'auth', process: children.auth, url: authUrl },
     { name: 'gateway', process: children.gateway, url: gatewayUrl },
   ];
-  const readAfterGc = async (): Promise<Record<string, AfterGc>> =>
+  // Beside each reading, where the RSS is, mapping by mapping (smaps.ts): what tells native growth's place.
+  const mapped: Record<string, { warm?: MappedMemory; end?: MappedMemory }> = { auth: {}, gateway: {} };
+  const readAfterGc = async (when: 'warm' | 'end'): Promise<Record<string, AfterGc>> =>
     Object.fromEntries(
       await Promise.all(
         services.map(async ({ name, process: p, url }) => {
           if (!p.inspector) throw new Error(`${name} printed no inspector address`);
-          return [name, await memoryAfterGcAt(p.inspector, url, name)] as const;
+          const memory = await memoryAfterGcAt(p.inspector, url, name);
+          mapped[name]![when] = mappedMemory(p.pid);
+          return [name, memory] as const;
         }),
       ),
     );
   const gcReadings = {
-    warm: sleep(warmupS * 1000).then(readAfterGc),
-    end: sleep(Math.max(warmupS + 1, seconds - 1) * 1000).then(readAfterGc),
+    warm: sleep(warmupS * 1000).then(() => readAfterGc('warm')),
+    end: sleep(Math.max(warmupS + 1, seconds - 1) * 1000).then(() => readAfterGc('end')),
   };
   // Awaited below; a failed reading must not be an unhandled rejection meanwhile.
   for (const reading of Object.values(gcReadings)) reading.catch(() => {});
@@ -199,6 +204,9 @@ try {
     verdict,
     windows: recorder.windows,
     rssSamples: probes.samples,
+    mappedGrowth: Object.fromEntries(
+      Object.entries(mapped).flatMap(([name, { warm, end }]) => (warm && end ? [[name, mappedGrowth(warm, end)] as const] : [])),
+    ),
   };
   const stamp = started.toISOString().slice(0, 19).replaceAll(':', '-');
   mkdirSync(RESULTS, { recursive: true });

@@ -2,6 +2,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { FLAT, type MemoryVerdict, type Verdict } from './judge.ts';
 import { DOC_MINUTES, type SoakOptions } from './options.ts';
 import type { RssSample } from './probes.ts';
+import type { mappedGrowth } from './smaps.ts';
 import type { Failed, LatencyStats, WindowRecord } from './recorder.ts';
 import type { TrafficRun } from './run.ts';
 import { MIX, SERIES } from './traffic.ts';
@@ -24,6 +25,8 @@ export interface SoakReport {
   verdict: Verdict;
   windows: WindowRecord[];
   rssSamples: RssSample[];
+  /** Per service, what grew in its RSS between the two readings after a forced GC, by kind of mapping (smaps.ts), in KiB. */
+  mappedGrowth?: Record<string, ReturnType<typeof mappedGrowth>>;
 }
 
 const ms = (x: number) => (Number.isNaN(x) ? '-' : x < 10 ? x.toFixed(2) : x < 100 ? x.toFixed(1) : x.toFixed(0));
@@ -41,6 +44,18 @@ const gcText = (m: MemoryVerdict, which: 'liveMiB' | 'rssMiB') => {
   const { warm, end } = m.afterGc;
   return `${mib(warm[which])} → ${mib(end[which])} MiB (${signed(end[which] - warm[which])})`;
 };
+
+/** "[heap] +5.1, anonymous +2.0, file: gateway.sqlite-shm +0.3 MiB; most: 55d0c000 [heap] +5.1 MiB": the RSS growth after the GC by mapping. */
+export function mappedText(report: SoakReport, name: string): string {
+  const growth = report.mappedGrowth?.[name];
+  if (!growth) return 'by mapping: not read';
+  const kinds = Object.entries(growth.byKind)
+    .filter(([, kib]) => Math.abs(kib) >= 64)
+    .sort((a, b) => Math.abs(b[1]) - Math.abs(a[1]))
+    .map(([kind, kib]) => `${kind} ${signed(kib / 1024)}`);
+  const most = growth.mappings.slice(0, 3).map(([key, kib]) => `${key} +${(kib / 1024).toFixed(1)}`);
+  return `by mapping (MiB): ${kinds.join(', ') || 'no change of 64 KiB or more'}; grew most: ${most.join(', ') || 'none'}`;
+}
 
 const serviceName = (name: string) => (name === 'auth' ? 'account service' : name);
 
@@ -61,7 +76,8 @@ function notFlat(report: SoakReport): string[] {
         `Under load its RSS grew by ${mib(m.growthMiB)} MiB after the warm-up, RssAnon by ${mib(anon.end - anon.warm)} MiB. ` +
         `Its lowest used heap went from ${mib(heap.warm)} to ${mib(heap.end)} MiB and its external memory from ${mib(external.warm)} to ` +
         `${mib(external.end)} MiB; V8's reserved heap rose to ${mib(peak.heapTotalMiB[name] ?? Number.NaN)} MiB ` +
-        `(first read at ${Math.round(peak.endS)} s) and was ${mib(part('heap total').end)} MiB at the end.`
+        `(first read at ${Math.round(peak.endS)} s) and was ${mib(part('heap total').end)} MiB at the end. ` +
+        `Its RSS after the GC, ${mappedText(report, name)}.`
       );
     });
 }
@@ -96,7 +112,7 @@ export function summaryText(report: SoakReport): string {
     ...Object.entries(v.memory).map(
       ([name, m]) =>
         `${name}: after a full GC, live ${gcText(m, 'liveMiB')} and RSS ${gcText(m, 'rssMiB')}: ${m.flat ? 'flat' : 'NOT FLAT'}\n` +
-        `  under load: RSS ${mib(m.startMiB)} MiB at the start, ${mib(m.warmMiB)} MiB after the warm-up, ${mib(m.endMiB)} MiB at the end (${signed(m.growthMiB)} MiB; slope ${signed(m.slopeMiBPerMinute)} MiB/min)\n  ${partsText(m)}`,
+        `  under load: RSS ${mib(m.startMiB)} MiB at the start, ${mib(m.warmMiB)} MiB after the warm-up, ${mib(m.endMiB)} MiB at the end (${signed(m.growthMiB)} MiB; slope ${signed(m.slopeMiBPerMinute)} MiB/min)\n  ${partsText(m)}\n  after the GC, ${mappedText(report, name)}`,
     ),
     ...notFlat(report),
     '',
