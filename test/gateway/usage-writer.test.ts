@@ -57,6 +57,30 @@ for (const kind of DB_KINDS) {
       await writer.close();
     });
 
+    test('a large batch lets the event loop turn while it is written (calls in flight are not held for the whole batch)', async () => {
+      const writer = new UsageWriter({ db: g.db, log, flushMs: 60_000, batchSize: 500 });
+      for (let i = 0; i < 500; i++) writer.record(row(10_000 + i, { session_id: `s-${i % 40}`, tag: `tag-${i % 7}`, created_at: 1_600_000_000_000 + i }));
+      let written = false;
+      const flushed = writer.flush().then(() => {
+        written = true;
+      });
+      // A macrotask queued as the write starts: it must run while the batch is still being written, not after it.
+      const turns: boolean[] = [];
+      await new Promise<void>((resolve) => {
+        const tick = () => {
+          turns.push(written);
+          if (written || turns.length > 1000) resolve();
+          else setImmediate(tick);
+        };
+        setImmediate(tick);
+      });
+      await flushed;
+      assert.ok(turns.filter((w) => !w).length >= 5, `the event loop turned ${turns.filter((w) => !w).length} times during the write`);
+      const count = await g.db.selectFrom('usage_records').select((eb) => eb.fn.countAll<number>().as('n')).where('request_id', 'like', 'req-1____').executeTakeFirstOrThrow();
+      assert.equal(Number(count.n), 500, 'every record of the batch is written');
+      await writer.close();
+    });
+
     test('the timer writes a partial batch', async () => {
       const writer = new UsageWriter({ db: g.db, log, flushMs: 20, batchSize: 1000 });
       writer.record(row(10));
