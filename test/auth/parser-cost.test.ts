@@ -19,6 +19,21 @@ async function timed<T>(fn: () => Promise<T>): Promise<{ ms: number; value: T }>
   return { ms: performance.now() - start, value };
 }
 
+/**
+ * The fastest of `runs` timings of a hostile request: a super-linear parser
+ * is slow every time, while a machine busy with other work slows a run only
+ * now and then (one run read 38 ms against 1.1 ms while other suites loaded
+ * this machine; alone, 4.0 against 1.0).
+ */
+async function fastest<T>(fn: () => Promise<T>, runs = 3): Promise<{ ms: number; value: T }> {
+  let best = await timed(fn);
+  for (let i = 1; i < runs; i++) {
+    const next = await timed(fn);
+    if (next.ms < best.ms) best = next;
+  }
+  return best;
+}
+
 async function median(fn: () => Promise<unknown>, runs = 5): Promise<number> {
   const times: number[] = [];
   for (let i = 0; i < runs; i++) times.push((await timed(fn)).ms);
@@ -47,11 +62,18 @@ describe('no body or query costs super-linear work (defect 1)', () => {
       const baseline = await median(() => post(path, normal));
 
       const attack = repeatedKeys(SIZE);
-      const [hostile, health] = await Promise.all([
-        timed(() => post(path, attack)),
-        // Sent while the hostile body is being handled: it must not wait for it.
-        new Promise((r) => setImmediate(r)).then(() => timed(() => auth.request('GET', '/healthz', { key: false }))),
-      ]);
+      const pair = () =>
+        Promise.all([
+          timed(() => post(path, attack)),
+          // Sent while the hostile body is being handled: it must not wait for it.
+          new Promise((r) => setImmediate(r)).then(() => timed(() => auth.request('GET', '/healthz', { key: false }))),
+        ]);
+      let [hostile, health] = await pair();
+      for (let i = 1; i < 3; i++) {
+        const [h, k] = await pair();
+        if (h.ms < hostile.ms) hostile = h;
+        if (k.ms < health.ms) health = k;
+      }
       const ratio = hostile.ms / baseline;
       t.diagnostic(`hostile ${hostile.ms.toFixed(1)} ms, normal ${baseline.toFixed(1)} ms, /healthz ${health.ms.toFixed(1)} ms`);
       assert.ok(ratio < MAX_RATIO, `hostile body took ${hostile.ms.toFixed(1)} ms, ${ratio.toFixed(1)}x a normal one (${baseline.toFixed(1)} ms)`);
@@ -84,7 +106,7 @@ describe('no body or query costs super-linear work (defect 1)', () => {
     const normal = `state=${'x'.repeat(size)}`;
     await get(normal);
     const baseline = await median(() => get(normal));
-    const hostile = await timed(() => get(repeatedKeys(size)));
+    const hostile = await fastest(() => get(repeatedKeys(size)));
     t.diagnostic(`repeated keys ${hostile.ms.toFixed(1)} ms, normal ${baseline.toFixed(1)} ms`);
     assertErrorPage(hostile.value, 400);
     assert.ok(hostile.ms / baseline < MAX_RATIO, `repeated keys took ${hostile.ms.toFixed(1)} ms against ${baseline.toFixed(1)} ms`);
@@ -104,7 +126,7 @@ describe('no body or query costs super-linear work (defect 1)', () => {
     };
     for (const [name, body] of Object.entries(hostileBodies)) {
       assert.ok(body.length <= 64 * 1024, `${name} fits the body limit`);
-      const hostile = await timed(() => register(body));
+      const hostile = await fastest(() => register(body));
       t.diagnostic(`${name} ${hostile.ms.toFixed(1)} ms, normal ${baseline.toFixed(1)} ms`);
       assert.ok(hostile.value.status >= 400 && hostile.value.status < 500, `${name}: ${hostile.value.status} ${hostile.value.text.slice(0, 200)}`);
       assert.ok(hostile.ms / baseline < MAX_RATIO, `${name} took ${hostile.ms.toFixed(1)} ms against ${baseline.toFixed(1)} ms`);
@@ -116,7 +138,7 @@ describe('no body or query costs super-linear work (defect 1)', () => {
     const normal = Buffer.from(`${'x'.repeat(6000)}:${'y'.repeat(6000)}`).toString('base64');
     await basic(normal);
     const baseline = await median(() => basic(normal));
-    const hostile = await timed(() => basic(Buffer.from(`${'%41'.repeat(2000)}:${'%'.repeat(6000)}`).toString('base64')));
+    const hostile = await fastest(() => basic(Buffer.from(`${'%41'.repeat(2000)}:${'%'.repeat(6000)}`).toString('base64')));
     t.diagnostic(`Basic ${hostile.ms.toFixed(1)} ms, normal ${baseline.toFixed(1)} ms`);
     assertOAuthError(hostile.value, 401, 'invalid_client');
     assert.ok(hostile.ms / baseline < MAX_RATIO, `Basic took ${hostile.ms.toFixed(1)} ms against ${baseline.toFixed(1)} ms`);
