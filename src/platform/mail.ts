@@ -187,17 +187,43 @@ export function outboxWorker(options: OutboxWorkerOptions): OutboxWorker {
   }
 
   /**
-   * A body that does not open (another AUTH_ENCRYPTION_KEY, or a body moved
-   * from another row) never will: the row fails at once, its bodies wiped.
+   * After an attempt that did not send: the row is put back for a later one,
+   * with exponential backoff, or, once its attempts are spent, marked failed
+   * and its body wiped (a failed row is never sent again: like a sent one it
+   * keeps only the envelope and the error). Counted in the metrics either way.
    */
-  async function unreadable(row: OutboxTable): Promise<void> {
+  async function retryOrFail(row: OutboxTable, error: string): Promise<{ attempts: number; failed: boolean }> {
+    const attempts = row.attempts + 1;
+    const failed = attempts >= options.maxAttempts;
     await db
       .updateTable('outbox')
-      .set({ status: 'failed', attempts: row.attempts + 1, lease_until: null, last_error: 'the body does not decrypt with this key', text_body: '', html_body: null })
+      .set({
+        attempts,
+        last_error: error,
+        lease_until: null,
+        status: failed ? 'failed' : 'pending',
+        next_attempt_at: clock.now() + backoffDelay(attempts, options.backoffBaseMs, options.backoffCapMs),
+        ...(failed ? { text_body: '', html_body: null } : {}),
+      })
       .where('id', '=', row.id)
       .execute();
-    metrics.mailFailed.inc();
-    log.error({ outboxId: row.id, kind: row.kind }, 'email body does not decrypt (was the encryption key changed?); not sent');
+    (failed ? metrics.mailFailed : metrics.mailRetried).inc();
+    return { attempts, failed };
+  }
+
+  /**
+   * A body that does not open with this replica's keys is not sent. It may
+   * open elsewhere: during a rolling change of the encryption key, a replica
+   * still on the old key claims rows sealed under the new one (and the
+   * reverse). So the row goes back with its body like a failed send, for
+   * another replica (or this one restarted with the key) to take, and is
+   * failed and wiped only once its attempts are spent. A body that never
+   * opens (the key lost, a body moved from another row) ends that way.
+   */
+  async function unreadable(row: OutboxTable): Promise<void> {
+    const { attempts, failed } = await retryOrFail(row, "the body does not open with this replica's encryption keys");
+    if (failed) log.error({ outboxId: row.id, kind: row.kind, attempts }, 'email body does not decrypt (was the encryption key changed?); not sent, failed permanently');
+    else log.warn({ outboxId: row.id, kind: row.kind, attempts }, "email body does not decrypt with this replica's keys; left for a replica that has the key, will retry");
   }
 
   async function deliver(row: OutboxTable): Promise<void> {
@@ -233,29 +259,10 @@ export function outboxWorker(options: OutboxWorkerOptions): OutboxWorker {
         .execute();
       metrics.mailSent.inc();
     } catch (err) {
-      const attempts = row.attempts + 1;
       const message = String((err as Error)?.message ?? err).slice(0, 500);
-      const failed = attempts >= options.maxAttempts;
-      await db
-        .updateTable('outbox')
-        .set({
-          attempts,
-          last_error: message,
-          lease_until: null,
-          status: failed ? 'failed' : 'pending',
-          next_attempt_at: clock.now() + backoffDelay(attempts, options.backoffBaseMs, options.backoffCapMs),
-          // A failed row is never sent again: like a sent one it keeps only the envelope and the error.
-          ...(failed ? { text_body: '', html_body: null } : {}),
-        })
-        .where('id', '=', row.id)
-        .execute();
-      if (failed) {
-        metrics.mailFailed.inc();
-        log.error({ outboxId: row.id, kind: row.kind, attempts, error: message }, 'email failed permanently');
-      } else {
-        metrics.mailRetried.inc();
-        log.warn({ outboxId: row.id, kind: row.kind, attempts, error: message }, 'email send failed; will retry');
-      }
+      const { attempts, failed } = await retryOrFail(row, message);
+      if (failed) log.error({ outboxId: row.id, kind: row.kind, attempts, error: message }, 'email failed permanently');
+      else log.warn({ outboxId: row.id, kind: row.kind, attempts, error: message }, 'email send failed; will retry');
     }
   }
 

@@ -92,7 +92,7 @@ for (const kind of DB_KINDS) {
       for (const email of [a, b]) {
         const [row] = await rows(email);
         assert.equal(row?.status, 'failed', email);
-        assert.equal(row.last_error, 'the body does not decrypt with this key');
+        assert.equal(row.last_error, "the body does not open with this replica's encryption keys", 'its second and last attempt (AUTH_MAIL_MAX_ATTEMPTS=2)');
         assert.equal(row.text_body, '');
         assert.ok(!auth.smtp.received.some((m) => m.to.includes(email)), `nothing sent to ${email}`);
       }
@@ -126,27 +126,36 @@ for (const kind of DB_KINDS) {
      * An email is waiting, sealed under the first key, when the service restarts with a new AUTH_ENCRYPTION_KEY
      * (and `keys`' other settings); `check` sees the restarted service after one worker pass.
      */
-    async function afterRestart(firstKey: string, keys: Record<string, string>, check: (second: AuthService, email: string, auth: TestAuth) => Promise<void>) {
+    async function afterRestart(
+      firstKey: string,
+      keys: Record<string, string>,
+      check: (second: AuthService, email: string, auth: TestAuth, start: (env: Record<string, string>) => Promise<AuthService>) => Promise<void>,
+    ) {
       const auth = await startTestAuth(kind, { AUTH_ENCRYPTION_KEY: firstKey });
       let second: AuthService | undefined;
       try {
         await auth.service.mailWorker.stop();
         const email = await auth.register();
         await auth.service.close();
-        const config = loadAuthConfig({
-          DATA_DIR: auth.database.dataDir,
-          ...(auth.database.url ? { AUTH_DATABASE_URL: auth.database.url } : {}),
-          AUTH_API_KEY: API_KEY,
-          AUTH_ENCRYPTION_KEY: randomBytes(32).toString('hex'),
-          LOG_LEVEL: 'silent',
-          SMTP_HOST: 'localhost',
-          SMTP_PORT: String(auth.smtp.port),
-          SMTP_TLS_CA: CERT_FILE,
-          ...keys,
-        });
-        second = await createAuthService(config, { clock: auth.clock, processMetrics: false });
+        /** Another process of the service on the same database and SMTP server, with `env` over the defaults. */
+        const start = (env: Record<string, string>) =>
+          createAuthService(
+            loadAuthConfig({
+              DATA_DIR: auth.database.dataDir,
+              ...(auth.database.url ? { AUTH_DATABASE_URL: auth.database.url } : {}),
+              AUTH_API_KEY: API_KEY,
+              AUTH_ENCRYPTION_KEY: randomBytes(32).toString('hex'),
+              LOG_LEVEL: 'silent',
+              SMTP_HOST: 'localhost',
+              SMTP_PORT: String(auth.smtp.port),
+              SMTP_TLS_CA: CERT_FILE,
+              ...env,
+            }),
+            { clock: auth.clock, processMetrics: false },
+          );
+        second = await start(keys);
         assert.equal(await second.mailWorker.drain(), 1);
-        await check(second, email, auth);
+        await check(second, email, auth, start);
       } finally {
         await second?.close();
         await auth.smtp.close();
@@ -156,8 +165,33 @@ for (const kind of DB_KINDS) {
     const outboxRow = (service: AuthService, email: string) =>
       service.deps.db.selectFrom('outbox').selectAll().where('recipient', '=', email).executeTakeFirstOrThrow();
 
-    test('the waiting email is not sent (it cannot be read) and is marked failed', async () => {
-      await afterRestart(randomBytes(32).toString('hex'), {}, async (second, email, auth) => {
+    test('a process without the key does not send the waiting email but leaves it, sealed, for one that has the key (a rolling key change)', async () => {
+      const firstKey = randomBytes(32).toString('hex');
+      await afterRestart(firstKey, {}, async (second, email, auth, start) => {
+        const row = await outboxRow(second, email);
+        assert.equal(row.status, 'pending', 'put back, not failed');
+        assert.equal(row.attempts, 1);
+        assert.match(row.text_body, /^aes256gcm:/, 'its body kept, still sealed');
+        assert.match(row.last_error ?? '', /does not open/);
+        assert.ok(!auth.smtp.received.some((m) => m.to.includes(email)), 'not sent');
+        await second.mailWorker.stop();
+
+        // A replica that holds the key (here the first one, started again) sends it once the backoff has passed.
+        auth.clock.advance(2 * HOUR);
+        const third = await start({ AUTH_ENCRYPTION_KEY: firstKey });
+        try {
+          assert.equal(await third.mailWorker.drain(), 1);
+          const mail = await auth.smtp.waitFor((m) => m.to.includes(email));
+          assert.match(tokenFromMail(mail), /^vt_/);
+          assert.equal((await outboxRow(third, email)).status, 'sent');
+        } finally {
+          await third.close();
+        }
+      });
+    });
+
+    test('an email no process can open is failed and wiped once its attempts are spent, never sent', async () => {
+      await afterRestart(randomBytes(32).toString('hex'), { AUTH_MAIL_MAX_ATTEMPTS: '1' }, async (second, email, auth) => {
         const row = await outboxRow(second, email);
         assert.equal(row.status, 'failed');
         assert.equal(row.text_body, '');
