@@ -183,7 +183,14 @@ ratio against a baseline measured in the same run, or a latency bound that must 
    100,000 requests and, for this gateway and the floor, after 100,000 more; for this gateway also the live JS heap after
    a full GC at both points (the server answers over IPC; started with --expose-gc for that question only), which tells a
    leak from a heap that has merely grown. Targets, against the floor in the same run: throughput at least 0.5 of the
-   floor's; p99 within 2 ms of the floor's; RSS flat from 100,000 to 200,000 requests (at most 8 MiB more).
+   floor's; p99 within 2 ms of the floor's; RSS flat from 100,000 to 200,000 requests (at most 8 MiB more), judged on the
+   RSS read right after each full GC (the idle readings before it also hold heap V8 reserved for garbage and keeps for
+   minutes).
+   **5b. Where the gateway's CPU goes** (bench/benchmarks/gateway-breakdown.ts, part \`breakdown\`): the same gateway
+   with every stage on (as above), with no stage (cache, dedup, compaction, routing, limits, prompt caching off), and
+   with no stage and no usage journal, beside the floor: 50 connections on the 0 ms fake, every request new, four 5 s
+   slices each, in order then reversed. No target: it tells the pipeline's share of the gap to the floor from the
+   share of the path every call takes.
 6. **Idle memory of each service** (bench/benchmarks/idle-memory.ts, bench/lib/idle-rss.ts): \`src/auth/main.ts\`,
    \`src/gateway/main.ts\` and \`src/main.ts\` started as the npm scripts run them (SQLite in a fresh DATA_DIR, nothing else
    configured), RSS read 2 s after the ready line, beside an idle Node process running TypeScript.
@@ -212,7 +219,7 @@ npm run bench
 
 It takes about ${Math.round(report.seconds / 10) * 10} s, prints the table above and rewrites this file. It exits 0 whether or not
 the targets are met (a missed one shows as FAIL); raw figures go to bench/results/last-run.json (not committed).
-\`npm run bench -- login\` (or any other part: \`me\`, \`oauth\`, \`gateway\`, \`cache\`, \`compaction\`, \`routing\`, \`savings\`,
+\`npm run bench -- login\` (or any other part: \`me\`, \`oauth\`, \`gateway\`, \`breakdown\`, \`cache\`, \`compaction\`, \`routing\`, \`savings\`,
 \`console\`) runs only those benchmarks, prints their table and leaves this file alone.
 \`BENCH_BCRYPT_DIRS=<dir>[:<dir>…]\` also times the bcrypt packages installed under each \`<dir>/node_modules\` (e.g. one where
 \`npm install @node-rs/bcrypt@2\` was run), so that benchmark 1's bound comes from the fastest of all of them.

@@ -34,12 +34,15 @@ await putProviderKey(deps, tenant.tenantId, { provider: 'openai', key: 'sk-bench
 // Every stage at work: safe compaction, routing of the named model, limits high enough never to refuse (so each call is
 // estimated, reserved and settled); the response cache and dedup are on by default, and provider prompt caching is on
 // for calls with a session id (the target sends one).
+// BENCH_GATEWAY_SETTINGS (JSON) replaces these settings: the breakdown benchmark's configurations.
 await updateTenant(deps, tenant.tenantId, {
-  settings: {
-    compaction: { default: 'safe' },
-    routing: { enabled: true },
-    limits: { requests_per_minute: 1_000_000, tokens_per_day: 1_000_000_000_000, usd_per_month: 1_000_000 },
-  },
+  settings: process.env['BENCH_GATEWAY_SETTINGS']
+    ? JSON.parse(process.env['BENCH_GATEWAY_SETTINGS'])
+    : {
+        compaction: { default: 'safe' },
+        routing: { enabled: true },
+        limits: { requests_per_minute: 1_000_000, tokens_per_day: 1_000_000_000_000, usd_per_month: 1_000_000 },
+      },
 });
 service.runtime.startWorkers();
 await service.runtime.listen(config.host, config.port);

@@ -1,0 +1,123 @@
+import { type ChildServer, startServer } from '../lib/children.ts';
+import { processCpuSeconds, waitUntilIdle } from '../lib/cpu.ts';
+import { fmt, log } from '../lib/format.ts';
+import { NODE_FLOOR, type RunningTarget } from '../lib/gateway-targets.ts';
+import { load } from '../lib/load.ts';
+import type { Row } from '../lib/report.ts';
+
+/**
+ * Where the gateway's CPU per call goes: the same gateway process
+ * (bench/servers/gateway-server.ts) started in three configurations beside
+ * the Node floor, on one fake provider answering at once, 50 connections,
+ * every request new (a cache miss). Slices alternate between the targets (in
+ * order, then reversed) so that a noisy stretch of the shared machine falls
+ * on all of them. No target: it says how much of the gap to the floor is
+ * the pipeline's stages and how much is the path every call takes whatever
+ * the stages (HTTP, the API key, the provider call, the usage record).
+ */
+const CONNECTIONS = 50;
+const WARMUP_S = 2;
+const SLICE_S = 5;
+const ROUNDS = 4;
+
+const EVERY_STAGE = {
+  compaction: { default: 'safe' },
+  routing: { enabled: true },
+  limits: { requests_per_minute: 1_000_000, tokens_per_day: 1_000_000_000_000, usd_per_month: 1_000_000 },
+};
+const NO_STAGE = { compaction: { default: 'off' }, routing: { enabled: false }, cache: { enabled: false }, prompt_cache: { enabled: false } };
+
+const CONFIGURATIONS: { name: string; what: string; env: Record<string, string> }[] = [
+  { name: 'every stage', what: 'every stage on, as in benchmark 5', env: { BENCH_GATEWAY_SETTINGS: JSON.stringify(EVERY_STAGE) } },
+  { name: 'no stage', what: 'cache, dedup, compaction, routing, limits and prompt caching off', env: { BENCH_GATEWAY_SETTINGS: JSON.stringify(NO_STAGE) } },
+  {
+    name: 'no stage, no journal',
+    what: 'and GATEWAY_USAGE_JOURNAL_DIR=off (records still written, in batches)',
+    env: { BENCH_GATEWAY_SETTINGS: JSON.stringify(NO_STAGE), GATEWAY_USAGE_JOURNAL_DIR: 'off' },
+  },
+];
+
+interface Tally {
+  name: string;
+  calls: number;
+  seconds: number;
+  cpuSeconds: number;
+  failed: number;
+}
+
+export async function gatewayBreakdown(): Promise<{ rows: Row[]; details: string[]; raw: Record<string, unknown> }> {
+  log('gateway breakdown: the floor and three configurations of this gateway');
+  const children: ChildServer<unknown>[] = [];
+  const running: RunningTarget[] = [];
+  try {
+    const fake = await startServer<{ url: string }>('fake provider', new URL('../servers/fake-provider.ts', import.meta.url), {
+      FAKE_BEHAVIOUR: JSON.stringify({ latencyMs: 0 }),
+    });
+    children.push(fake);
+    const upstream = { url: fake.info.url, pid: fake.pid, apiKey: 'sk-bench-fake' };
+    const targets: { name: string; target: RunningTarget }[] = [{ name: 'node floor', target: await NODE_FLOOR.start(upstream) }];
+    running.push(targets[0]!.target);
+    for (const c of CONFIGURATIONS) {
+      const server = await startServer<{ url: string; apiKey: string; model: string }>(`gateway (${c.name})`, new URL('../servers/gateway-server.ts', import.meta.url), {
+        UPSTREAM_URL: upstream.url,
+        ...c.env,
+      });
+      children.push(server);
+      targets.push({
+        name: c.name,
+        target: {
+          url: `${server.info.url}/v1`,
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${server.info.apiKey}`, 'x-gateway-session-id': 'bench-session' },
+          model: server.info.model,
+          pid: server.pid,
+          stop: async () => {},
+        },
+      });
+    }
+    const tallies = new Map<string, Tally>(targets.map(({ name }) => [name, { name, calls: 0, seconds: 0, cpuSeconds: 0, failed: 0 }]));
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const { name, target } of round % 2 ? [...targets].reverse() : targets) {
+        const options = {
+          url: `${target.url}/chat/completions`,
+          method: 'POST' as const,
+          headers: target.headers,
+          body: JSON.stringify({ model: target.model ?? 'fake-model', messages: [{ role: 'user', content: 'Say hello, [<id>].' }] }),
+          idReplacement: true,
+          connections: CONNECTIONS,
+        };
+        await waitUntilIdle(target.pid);
+        await load({ ...options, duration: WARMUP_S });
+        const cpu0 = processCpuSeconds(target.pid);
+        const { result } = await load({ ...options, duration: SLICE_S });
+        const tally = tallies.get(name)!;
+        tally.cpuSeconds += processCpuSeconds(target.pid) - cpu0;
+        tally.calls += result['2xx'];
+        tally.failed += result.non2xx + result.errors + result.timeouts;
+        tally.seconds += SLICE_S;
+      }
+    }
+    const floor = tallies.get('node floor')!;
+    const rate = (t: Tally) => t.calls / t.seconds;
+    const perCall = (t: Tally) => (t.cpuSeconds / t.calls) * 1e6;
+    const rows: Row[] = CONFIGURATIONS.map((c) => {
+      const t = tallies.get(c.name)!;
+      return {
+        id: '5b',
+        benchmark: `gateway CPU per call by configuration: ${c.name}`,
+        measured: `${fmt(rate(t))} req/s, ${fmt(perCall(t))} µs CPU per call${t.failed ? `; ${t.failed} not 2xx` : ''}`,
+        baseline: `floor ${fmt(rate(floor))} req/s, ${fmt(perCall(floor))} µs`,
+        result: `${fmt(rate(t) / rate(floor), 3)} of the floor; ${fmt(perCall(t) / perCall(floor), 2)} × its CPU`,
+        target: 'none (compared)',
+        pass: t.failed === 0,
+        verdict: t.failed ? 'FAILED' : 'info',
+      };
+    });
+    const details = [
+      `Gateway breakdown (bench/benchmarks/gateway-breakdown.ts): the gateway of benchmark 5 in three configurations (${CONFIGURATIONS.map((c) => `${c.name}: ${c.what}`).join('; ')}) beside the Node floor, ${CONNECTIONS} connections, a fake answering at once, every request new; ${ROUNDS} slices of ${SLICE_S} s each (after ${WARMUP_S} s of warm-up), in order then reversed. CPU: the process's, all its threads.`,
+    ];
+    return { rows, details, raw: { gatewayBreakdown: [...tallies.values()] } };
+  } finally {
+    for (const t of running) await t.stop();
+    for (const c of children.reverse()) await c.stop();
+  }
+}
