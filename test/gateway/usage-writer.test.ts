@@ -138,13 +138,19 @@ for (const kind of DB_KINDS) {
       after(() => rmSync(dir, { recursive: true, force: true }));
       const journaled = () => readdirSync(dir).flatMap((f) => readFileSync(join(dir, f), 'utf8').split('\n').filter(Boolean).map((l) => (JSON.parse(l) as UsageRecordRow).request_id));
 
-      test('each record is on disk as soon as it is recorded, and its segment is deleted once written', async () => {
+      test('records are on disk once durable() resolves (one write for those of a turn), and a segment is deleted once written', async () => {
         const writer = new UsageWriter({ db: g.db, log, flushMs: 60_000, batchSize: 1000, journal: new UsageJournal({ dir, log }) });
+        assert.equal(writer.durable(), undefined, 'nothing to wait for');
         writer.record(row(700));
         writer.record(row(701));
-        assert.deepEqual(journaled(), ['req-700', 'req-701'], 'journaled before any flush');
+        const durable = writer.durable();
+        assert.ok(durable, 'records wait to be written');
+        assert.equal(writer.durable(), durable, 'the calls of one turn wait for the same write');
+        await durable;
+        assert.deepEqual(journaled(), ['req-700', 'req-701'], 'journaled before any flush to the database');
         await writer.flush();
         writer.record(row(702));
+        await writer.durable();
         assert.deepEqual(journaled(), ['req-702'], 'the written segment is gone, the next record is in a new one');
         await writer.close();
         assert.deepEqual(readdirSync(dir), [], 'nothing left after a clean close');

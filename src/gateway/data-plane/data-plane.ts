@@ -99,6 +99,7 @@ export function createDataPlane(options: {
     clock,
     bodyLimit: config.bodyLimit,
     run,
+    durable: () => usage.durable(),
   };
   return {
     routes,

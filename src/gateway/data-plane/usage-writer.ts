@@ -23,7 +23,8 @@ export interface UsageWriterOptions {
  * One batch is one transaction: the records, and each key's last_used_at.
  * A failed batch is put back and retried on the next tick. close() writes
  * everything still queued (graceful shutdown loses nothing). With a
- * journal, `record` also appends the record to disk, synchronously, so a
+ * journal, `record` also appends the record to the journal, on disk once
+ * {@link durable} resolves (a call's answer waits for it), so a
  * process killed before the flush loses nothing either: a segment of the
  * journal is deleted once all its records are written, and `recover`
  * writes the segments a killed gateway left.
@@ -43,9 +44,19 @@ export class UsageWriter {
     this.#options = options;
   }
 
-  record(row: UsageRecordRow): void {
-    this.#options.journal?.append(row);
+  /** Queues a record; `answered`: the call's answer has left already (a stream), so it is journaled at once. */
+  record(row: UsageRecordRow, answered = false): void {
+    this.#options.journal?.append(row, answered);
     this.#enqueue(row);
+  }
+
+  /**
+   * Resolves once every record recorded so far is in the journal on disk;
+   * undefined when there is nothing to wait for (no journal, or nothing
+   * pending). The data plane sends a call's answer only after it.
+   */
+  durable(): Promise<void> | undefined {
+    return this.#options.journal?.durable();
   }
 
   #enqueue(row: UsageRecordRow): void {

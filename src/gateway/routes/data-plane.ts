@@ -17,6 +17,8 @@ export interface DataPlaneRouteDeps {
   /** Largest request body (agent transcripts with images are large). */
   bodyLimit: number;
   run: (call: Call) => Promise<void>;
+  /** Resolves once the usage records of the calls run so far are journaled (undefined: nothing to wait for). */
+  durable: () => Promise<void> | undefined;
 }
 
 const Role = Type.Union(['system', 'developer', 'user', 'assistant', 'tool', 'function'].map((r) => Type.Literal(r)));
@@ -79,10 +81,15 @@ export async function dataPlaneRoutes(app: App, deps: DataPlaneRouteDeps): Promi
         await deps.run(call);
       } catch (err) {
         if (call.streamOpened) return reply;
+        const durable = deps.durable();
+        if (durable) await durable;
         reply.headers(gatewayHeaders(call));
         throw err;
       }
       if (call.streamOpened) return reply;
+      // What is answered is on disk first (the usage journal): a process killed now loses no answered call's record.
+      const durable = deps.durable();
+      if (durable) await durable;
       return reply.headers(gatewayHeaders(call)).type('application/json').send(call.result);
     },
   );

@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
 import { request } from 'node:http';
+import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import OpenAI from 'openai';
 import { gatewayMigrations } from '../../../src/gateway/migrations.ts';
@@ -79,6 +81,45 @@ for (const kind of DB_KINDS) {
       } finally {
         await closeDatabase(db);
       }
+    });
+
+    test('an answer leaves only once its usage record is in the journal on disk: a call answered 200, and one refused by the provider', async (t) => {
+      // The usage writer keeps records a minute: until then the journal alone holds them.
+      const gw = await startLiveGateway(kind, { GATEWAY_USAGE_FLUSH_MS: '60000', GATEWAY_USAGE_BATCH_SIZE: '10000' });
+      t.after(() => gw.close());
+      const tenant = await gw.tenant();
+      const dir = join(gw.db.dataDir, 'usage-journal');
+      const journaled = () =>
+        readdirSync(dir).flatMap((f) =>
+          readFileSync(join(dir, f), 'utf8')
+            .split('\n')
+            .filter(Boolean)
+            .map((l) => (JSON.parse(l) as { request_id: string }).request_id),
+        );
+      const call = () =>
+        gw.service.runtime.app.inject({
+          method: 'POST',
+          url: '/v1/chat/completions',
+          // Exactly the model asked for: a refusal is the answer, not a fallback's.
+          headers: { authorization: `Bearer ${tenant.apiKey}`, 'content-type': 'application/json', 'x-gateway-no-route': 'true' },
+          payload: { model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'journaled?' }] },
+        });
+      const answered = await call();
+      // Read at once, in the same turn of the event loop as the answer's arrival.
+      const onDisk = journaled();
+      assert.equal(answered.statusCode, 200);
+      assert.ok(onDisk.includes(String(answered.headers['x-gateway-request-id'])), 'the 200 was journaled before it left');
+
+      gw.fake.setBehaviour({ fault: '401' }, { requests: 1 });
+      const refused = await call();
+      const onDiskAfter = journaled();
+      assert.ok(refused.statusCode >= 400, `refused: ${refused.statusCode}`);
+      assert.ok(onDiskAfter.includes(String(refused.headers['x-gateway-request-id'])), 'the refusal was journaled before it left');
+
+      // Calls answered in the same turn share one write; every one of them is there.
+      const many = await Promise.all(Array.from({ length: 20 }, () => call()));
+      const all = journaled();
+      for (const res of many) assert.ok(all.includes(String(res.headers['x-gateway-request-id'])));
     });
 
     test("tenant isolation on the data plane: B's key never uses A's provider keys", async (t) => {

@@ -20,7 +20,8 @@ export function usageStage(writer: UsageWriter, metrics: GatewayMetrics): Stage 
       throw err;
     } finally {
       call.overheadMs ??= performance.now() - call.startedAt - call.upstreamMs;
-      writer.record(usageRow(call));
+      // A stream has answered already: its record goes to the journal at once. Other answers wait for theirs (durable()).
+      writer.record(usageRow(call), call.streamOpened);
       metrics.observeCall(call);
     }
   };
