@@ -4,18 +4,19 @@ import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { memoryAfterGcAt } from '../../test/reliability/process-memory.ts';
-import { type MappedMemory, mappedGrowth, mappedMemory } from './smaps.ts';
 import { type ChildServer, startServer } from '../lib/children.ts';
 import { REDIRECT_URI } from '../lib/oauth-flow.ts';
 import { Origin } from './http.ts';
 import { type AfterGc, judge } from './judge.ts';
 import { DOC_MINUTES, parseOptions, type SoakOptions, USAGE } from './options.ts';
 import { drawPlot } from './plot.ts';
+import { PRIMING_CALLS, primeGateway } from './prime.ts';
 import { createTenants, seedAccounts, signIn } from './population.ts';
 import { Probes } from './probes.ts';
 import { Recorder } from './recorder.ts';
 import { type SoakReport, summaryText, updateDoc, windowLine } from './report.ts';
 import { runTraffic } from './run.ts';
+import { type MappedMemory, mappedGrowth, mappedMemory } from './smaps.ts';
 import { freePort, type ServiceProcess, startService } from './service-process.ts';
 
 /**
@@ -132,8 +133,15 @@ try {
   log(`signing ${users} users in (a session and a personal access token each), ${FAMILIES} OAuth authorizations, ${TENANTS} gateway workspaces`);
   const { users: signedIn, families } = await signIn(auth, apiKey, seeded, FAMILIES);
   const tenants = await createTenants(gateway, runId, children.fake.info.url, TENANTS);
+  const primer = new Origin(gatewayUrl, 128);
+  log(`priming the gateway: ${PRIMING_CALLS} new questions, half streamed (its native memory to its working size, prime.ts)`);
+  const primingStarted = performance.now();
+  const primed = await primeGateway(primer, tenants, runId).finally(() => primer.close());
+  log(`primed in ${((performance.now() - primingStarted) / 1000).toFixed(0)} s, ${primed.failed} failed${primed.first ? `, the first: ${primed.first}` : ''}`);
 
   const recorder = new Recorder(performance.now());
+  // A priming call that failed is a failure of the run like any other.
+  for (let i = 0; i < primed.failed; i++) recorder.fail('priming', primed.first ?? '');
   const probes = new Probes(
     [
       { name: 'auth', pid: children.auth.pid, metricsUrl: `${authUrl}/metrics` },

@@ -1,6 +1,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { FLAT, type MemoryVerdict, type Verdict } from './judge.ts';
 import { DOC_MINUTES, type SoakOptions } from './options.ts';
+import { PRIMING_CALLS } from './prime.ts';
 import type { RssSample } from './probes.ts';
 import type { mappedGrowth } from './smaps.ts';
 import type { Failed, LatencyStats, WindowRecord } from './recorder.ts';
@@ -202,7 +203,11 @@ Verdicts:
   what JavaScript objects hold; code spaces left out, as in the hostile-input suite) may grow by at most
   ${FLAT.maxLiveMiB} MiB, and its **RSS after that GC** (native memory too: SQLite's page cache, TLS, the allocator's arenas) by
   at most ${FLAT.maxMiB} MiB. The warm-up (30 % of the run, at most three minutes) holds the steepest start-up growth: JIT,
-  connection pools, the heap growing towards its working size. The gateway's in-process cache is set to 1 MiB
+  connection pools, the heap growing towards its working size. Before the traffic, the gateway answers
+  ${PRIMING_CALLS.toLocaleString('en-US')} priming calls (new questions, half streamed, 128 at a time; each checked, a failure counts as
+  the run's): its threads' malloc arenas grow with the calls served until they hold what those threads allocate at once
+  (at 800 calls a second, from 28 to 51 MiB within 30 s, then level), which at the soak's rate takes about half an hour
+  and read as growth in the 30-minute run of 27 November 2026 (bench/soak/prime.ts). The gateway's in-process cache is set to 1 MiB
   (\`GATEWAY_CACHE_MAX_BYTES\`): its ring's pages are committed as it first fills, so at the default 64 MiB its filling
   would read as growth; at 1 MiB it is full within the warm-up. A fixed bound is stricter the longer the run: in a
   five-minute run, a leak of 1 KB per request would exceed ${FLAT.maxLiveMiB} MiB. Each forced GC pauses a service for tens of
