@@ -79,26 +79,30 @@ export const PORTKEY: Target = {
   },
 };
 
-/** This gateway: the real service (bench/servers/gateway-server.ts) with one tenant whose OpenAI key points at the fake. */
-export const GATEWAY: Target = {
-  name: 'this gateway',
-  async start(upstream) {
-    const server = await startServer<{ url: string; apiKey: string; model: string }>(
-      'gateway',
-      new URL('../servers/gateway-server.ts', import.meta.url),
-      // --expose-gc lets the server answer the heap after a full GC; nothing calls gc() but that question.
-      { UPSTREAM_URL: upstream.url, NODE_OPTIONS: '--expose-gc' },
-    );
-    return {
-      url: `${server.info.url}/v1`,
-      // A session id: provider prompt caching and sticky routing work on every call.
-      headers: { ...JSON_TYPE, authorization: `Bearer ${server.info.apiKey}`, 'x-gateway-session-id': 'bench-session' },
-      model: server.info.model,
-      pid: server.pid,
-      stop: () => server.stop(),
-      heapAfterGc: async () => (await server.ask<{ heapUsed: number }>('memory')).heapUsed,
-    };
-  },
-};
+/**
+ * The real gateway (bench/servers/gateway-server.ts) with one tenant whose
+ * OpenAI key points at the fake; `env` adds to its environment (the
+ * breakdown benchmark's BENCH_GATEWAY_SETTINGS, GATEWAY_USAGE_JOURNAL_DIR).
+ */
+export async function startGateway(upstream: Upstream, name = 'gateway', env: Record<string, string> = {}): Promise<RunningTarget> {
+  const server = await startServer<{ url: string; apiKey: string; model: string }>(
+    name,
+    new URL('../servers/gateway-server.ts', import.meta.url),
+    // --expose-gc lets the server answer the heap after a full GC; nothing calls gc() but that question.
+    { UPSTREAM_URL: upstream.url, NODE_OPTIONS: '--expose-gc', ...env },
+  );
+  return {
+    url: `${server.info.url}/v1`,
+    // A session id: provider prompt caching and sticky routing work on every call.
+    headers: { ...JSON_TYPE, authorization: `Bearer ${server.info.apiKey}`, 'x-gateway-session-id': 'bench-session' },
+    model: server.info.model,
+    pid: server.pid,
+    stop: () => server.stop(),
+    heapAfterGc: async () => (await server.ask<{ heapUsed: number }>('memory')).heapUsed,
+  };
+}
+
+/** This gateway, every pipeline stage on (bench/servers/gateway-server.ts's default settings). */
+export const GATEWAY: Target = { name: 'this gateway', start: (upstream) => startGateway(upstream) };
 
 export const TARGETS: Target[] = [DIRECT, NODE_FLOOR, GATEWAY, PORTKEY];
