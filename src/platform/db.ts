@@ -58,10 +58,13 @@ export async function openDatabase<DB>(options: {
 export class SqliteKysely<DB> extends Kysely<DB> {
   readonly writer: SqliteWriter;
   readonly reader: SqliteReader | undefined;
+  /** The file ('' or ':memory:' for a database in memory). */
+  readonly path: string;
   constructor(path: string) {
     const writer = new SqliteWriter(path);
     super({ dialect: nodeSqliteDialect(writer) });
     this.writer = writer;
+    this.path = path;
     this.reader = path !== ':memory:' && path !== '' ? new SqliteReader(path) : undefined;
   }
 

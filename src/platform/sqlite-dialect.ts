@@ -1,6 +1,15 @@
 import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
 import { Worker } from 'node:worker_threads';
-import { SqliteDialect, type SqliteDatabase, type SqliteStatement } from 'kysely';
+import {
+  CompiledQuery,
+  type DatabaseConnection,
+  type Driver,
+  SqliteDialect,
+  type SqliteDatabase,
+  type SqliteDialectConfig,
+  SqliteDriver,
+  type SqliteStatement,
+} from 'kysely';
 
 /**
  * The service's one write connection to a SQLite file, with its checkpoint
@@ -14,9 +23,13 @@ export class SqliteWriter {
   readonly #stopCheckpointer: (() => void) | undefined;
   /** BEGIN IMMEDIATE, COMMIT and ROLLBACK, prepared once (see transaction). */
   #control: { begin: StatementSync; commit: StatementSync; rollback: StatementSync } | undefined;
-  constructor(path: string) {
+  /**
+   * `checkpoints: false`: no checkpoint thread of its own, for a second
+   * writer of a file whose first writer has one (the gateway's usage thread).
+   */
+  constructor(path: string, options: { checkpoints?: boolean } = {}) {
     this.connection = openSqlite(path);
-    this.#stopCheckpointer = isFile(path) ? startCheckpointer(path, this.connection) : undefined;
+    this.#stopCheckpointer = isFile(path) && options.checkpoints !== false ? startCheckpointer(path, this.connection) : undefined;
   }
 
   /**
@@ -62,7 +75,33 @@ export class SqliteWriter {
  * time on its single connection, so reuse is safe.
  */
 export function nodeSqliteDialect(writer: SqliteWriter): SqliteDialect {
-  return new SqliteDialect({ database: async () => adapt(writer) });
+  return new ImmediateSqliteDialect({ database: async () => adapt(writer) });
+}
+
+/**
+ * Kysely's transactions begin DEFERRED: the write lock is taken at the first
+ * write, and when another connection committed since the transaction's first
+ * read, that write fails at once with SQLITE_BUSY (its snapshot is stale; the
+ * busy timeout does not apply). A file with a second writer (the gateway's
+ * usage thread) made that a 500 on the control plane. BEGIN IMMEDIATE takes
+ * the lock first, waiting for it under the busy timeout, as the synchronous
+ * fast paths (SqliteWriter.transaction) always did.
+ */
+class ImmediateSqliteDialect extends SqliteDialect {
+  readonly #config: SqliteDialectConfig;
+  constructor(config: SqliteDialectConfig) {
+    super(config);
+    this.#config = config;
+  }
+  override createDriver(): Driver {
+    return new ImmediateSqliteDriver(this.#config);
+  }
+}
+
+class ImmediateSqliteDriver extends SqliteDriver {
+  override async beginTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+  }
 }
 
 const isFile = (path: string) => path !== '' && path !== ':memory:';

@@ -5,7 +5,9 @@ import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import pino from 'pino';
+import { SqliteKysely } from '../../src/platform/db.ts';
 import { UsageJournal } from '../../src/gateway/data-plane/usage-journal.ts';
+import { UsageThread } from '../../src/gateway/data-plane/usage-thread.ts';
 import { UsageWriter } from '../../src/gateway/data-plane/usage-writer.ts';
 import type { UsageRecordRow } from '../../src/gateway/schema.ts';
 import { DB_KINDS } from '../helpers/env.ts';
@@ -80,6 +82,29 @@ for (const kind of DB_KINDS) {
       assert.equal(Number(count.n), 500, 'every record of the batch is written');
       await writer.close();
     });
+
+    if (kind === 'sqlite') {
+      test('on a SQLite file the records are written by the usage thread, not on the connection that answers calls', async () => {
+        assert.ok(g.db instanceof SqliteKysely);
+        const main = g.db.writer.connection.prepare('SELECT total_changes() AS n');
+        const before = Number((main.get() as { n: number }).n);
+        const writer = new UsageWriter({ db: g.db, log, flushMs: 60_000, batchSize: 1000 });
+        for (let i = 0; i < 300; i++) writer.record(row(20_000 + i, { created_at: 1_650_000_000_000 + i }));
+        await writer.flush();
+        const count = await g.db.selectFrom('usage_records').select((eb) => eb.fn.countAll<number>().as('n')).where('request_id', 'like', 'req-20___').executeTakeFirstOrThrow();
+        assert.equal(Number(count.n), 300, 'every record written (and visible to the main connection)');
+        assert.equal(Number((main.get() as { n: number }).n), before, 'the main connection wrote nothing: no statement of the batch ran on its thread');
+        await writer.close();
+      });
+
+      test('a usage thread that cannot open the database fails its batch (kept for a retry) instead of hanging', async () => {
+        const thread = new UsageThread(join(tmpdir(), 'no-such-dir', 'nothing', 'gateway.sqlite'));
+        await assert.rejects(thread.write([row(30_000)]), /usage thread/);
+        // The next batch starts a new thread, which fails the same way: each write settles.
+        await assert.rejects(thread.write([row(30_001)]), /usage thread/);
+        await thread.close();
+      });
+    }
 
     test('the timer writes a partial batch', async () => {
       const writer = new UsageWriter({ db: g.db, log, flushMs: 20, batchSize: 1000 });

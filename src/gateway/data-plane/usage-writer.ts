@@ -1,8 +1,10 @@
 import { CompiledQuery } from 'kysely';
 import type { Logger } from 'pino';
+import { SqliteKysely } from '../../platform/db.ts';
 import type { GatewayDb, UsageRecordRow } from '../schema.ts';
 import { addToRollups } from '../usage-rollups.ts';
 import type { Orphan, UsageJournal } from './usage-journal.ts';
+import { UsageThread } from './usage-thread.ts';
 
 export interface UsageWriterOptions {
   db: GatewayDb;
@@ -40,8 +42,13 @@ export class UsageWriter {
   /** Journal segments not yet deleted, each with the count of records queued when it was sealed. */
   #sealed: { path: string; through: number }[] = [];
 
+  /** On a SQLite file, the thread that writes the batches (usage-thread.ts); none on PostgreSQL or in memory. */
+  readonly #thread: UsageThread | undefined;
+
   constructor(options: UsageWriterOptions) {
     this.#options = options;
+    const { db } = options;
+    if (db instanceof SqliteKysely && db.reader) this.#thread = new UsageThread(db.path);
   }
 
   /** Queues a record; `answered`: the call's answer has left already (a stream), so it is journaled at once. */
@@ -137,20 +144,8 @@ export class UsageWriter {
   }
 
   async #write(batch: UsageRecordRow[]): Promise<void> {
-    const lastUsed = new Map<string, number>();
-    for (const row of batch) lastUsed.set(row.key_id, Math.max(lastUsed.get(row.key_id) ?? 0, row.created_at));
-    await this.#options.db.transaction().execute(async (trx) => {
-      await insertUsageRecords(trx, batch, yieldToEventLoop);
-      // In key order, as the rollups are: two replicas' batches lock the same rows in the same order.
-      for (const [id, at] of [...lastUsed].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
-        await trx
-          .updateTable('api_keys')
-          .set({ last_used_at: at })
-          .where('id', '=', id)
-          .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', at)]))
-          .execute();
-      }
-    });
+    if (this.#thread) await this.#thread.write(batch);
+    else await writeUsageBatch(this.#options.db, batch, yieldToEventLoop);
   }
 
   #dropOverflow(): void {
@@ -178,6 +173,7 @@ export class UsageWriter {
     const last = journal?.close();
     if (last) this.#sealed.push({ path: last, through: this.#enqueued });
     this.#forgetWritten();
+    await this.#thread?.close();
     if (this.#queue.length > 0) {
       this.#options.log.error(
         { queued: this.#queue.length, journaled: journal !== undefined },
@@ -187,6 +183,29 @@ export class UsageWriter {
       );
     }
   }
+}
+
+/**
+ * One batch of the usage writer in one transaction: the records (with their
+ * rollups) and each key's last_used_at, which never moves back. On a SQLite
+ * file it runs on the usage thread's connection; elsewhere on `db`, with
+ * `pause` between statements.
+ */
+export async function writeUsageBatch(db: GatewayDb, batch: readonly UsageRecordRow[], pause?: () => Promise<void>): Promise<void> {
+  const lastUsed = new Map<string, number>();
+  for (const row of batch) lastUsed.set(row.key_id, Math.max(lastUsed.get(row.key_id) ?? 0, row.created_at));
+  await db.transaction().execute(async (trx) => {
+    await insertUsageRecords(trx, batch, pause);
+    // In key order, as the rollups are: two replicas' batches lock the same rows in the same order.
+    for (const [id, at] of [...lastUsed].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+      await trx
+        .updateTable('api_keys')
+        .set({ last_used_at: at })
+        .where('id', '=', id)
+        .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', at)]))
+        .execute();
+    }
+  });
 }
 
 /**

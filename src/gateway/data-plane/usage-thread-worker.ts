@@ -1,0 +1,43 @@
+import { parentPort, workerData } from 'node:worker_threads';
+import { Kysely } from 'kysely';
+import { nodeSqliteDialect, SqliteWriter } from '../../platform/sqlite-dialect.ts';
+import type { GatewayTables, UsageRecordRow } from '../schema.ts';
+import { writeUsageBatch } from './usage-writer.ts';
+
+/**
+ * The body of the usage thread (usage-thread.ts): its own write connection
+ * to the gateway's SQLite file, with the same pragmas as the main one and
+ * no checkpoint thread of its own (the main writer's checkpoints the whole
+ * file). Each batch is written by the same code as on PostgreSQL
+ * (writeUsageBatch), in transactions of at most TRANSACTION_RECORDS
+ * records: the write lock is held for a few milliseconds at a time, so a
+ * write on the main connection (the control plane's) never waits long for
+ * it. A batch cut short by a failure is safe to write again: stored records
+ * are skipped and not counted twice in the rollups.
+ */
+const TRANSACTION_RECORDS = 128;
+
+const { path } = workerData as { path: string };
+const writer = new SqliteWriter(path, { checkpoints: false });
+const db = new Kysely<GatewayTables>({ dialect: nodeSqliteDialect(writer) });
+const port = parentPort!;
+
+let queue = Promise.resolve();
+port.on('message', (message: { id: number; batch: UsageRecordRow[] } | 'close') => {
+  queue = queue.then(async () => {
+    if (message === 'close') {
+      await db.destroy();
+      writer.close();
+      port.close();
+      return;
+    }
+    try {
+      for (let at = 0; at < message.batch.length; at += TRANSACTION_RECORDS) {
+        await writeUsageBatch(db, message.batch.slice(at, at + TRANSACTION_RECORDS));
+      }
+      port.postMessage({ id: message.id });
+    } catch (err) {
+      port.postMessage({ id: message.id, error: (err as Error).message });
+    }
+  });
+});
