@@ -62,7 +62,7 @@ const CORES = availableParallelism();
 // console: seeding (here SQLite about 75 s, PostgreSQL about 150 s) and up to 8 s per page and query, on each database.
 const PART_LIMIT_MS: Partial<Record<Part, number>> = {
   gateway: 420_000,
-  breakdown: 150_000,
+  breakdown: 240_000,
   cache: 90_000,
   compaction: 180_000,
   routing: 60_000,

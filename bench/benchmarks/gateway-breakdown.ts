@@ -16,6 +16,8 @@ import type { Row } from '../lib/report.ts';
  * the stages (HTTP, the API key, the provider call, the usage record).
  */
 const CONNECTIONS = 50;
+const LEAST = 'least gateway';
+const LEAST_NO_RECORD = 'least gateway, no usage record';
 const WARMUP_S = 2;
 const SLICE_S = 5;
 const ROUNDS = 4;
@@ -42,7 +44,7 @@ interface Tally {
 }
 
 export async function gatewayBreakdown(): Promise<{ rows: Row[]; details: string[]; raw: Record<string, unknown> }> {
-  log('gateway breakdown: the floor and three configurations of this gateway');
+  log('gateway breakdown: the floor, the least gateway with and without a usage record, and three configurations of this gateway');
   const children: ChildServer<unknown>[] = [];
   const running: RunningTarget[] = [];
   try {
@@ -53,6 +55,23 @@ export async function gatewayBreakdown(): Promise<{ rows: Row[]; details: string
     const upstream = { url: fake.info.url, pid: fake.pid, apiKey: 'sk-bench-fake' };
     const targets: { name: string; target: RunningTarget }[] = [{ name: 'node floor', target: await NODE_FLOOR.start(upstream) }];
     running.push(targets[0]!.target);
+    for (const [name, records] of [[LEAST, 'on'], [LEAST_NO_RECORD, 'off']] as const) {
+      const least = await startServer<{ url: string; apiKey: string; model: string }>(name, new URL('../servers/least-gateway.ts', import.meta.url), {
+        UPSTREAM_URL: upstream.url,
+        LEAST_GATEWAY_RECORDS: records,
+      });
+      children.push(least);
+      targets.push({
+        name,
+        target: {
+          url: `${least.info.url}/v1`,
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${least.info.apiKey}`, 'x-gateway-session-id': 'bench-session' },
+          model: least.info.model,
+          pid: least.pid,
+          stop: async () => {},
+        },
+      });
+    }
     for (const c of CONFIGURATIONS) {
       const target = await startGateway(upstream, `gateway (${c.name})`, c.env);
       running.push(target);
@@ -83,11 +102,14 @@ export async function gatewayBreakdown(): Promise<{ rows: Row[]; details: string
     const floor = tallies.get('node floor')!;
     const rate = (t: Tally) => t.calls / t.seconds;
     const perCall = (t: Tally) => (t.cpuSeconds / t.calls) * 1e6;
-    const rows: Row[] = CONFIGURATIONS.map((c) => {
-      const t = tallies.get(c.name)!;
+    const rows: Row[] = [
+      { name: LEAST_NO_RECORD, label: 'the least a gateway does, without a usage record (bench/servers/least-gateway.ts)' },
+      { name: LEAST, label: 'the least a gateway keeping usage records does (bench/servers/least-gateway.ts)' },
+      ...CONFIGURATIONS.map((c) => ({ name: c.name, label: `gateway CPU per call by configuration: ${c.name}` }))].map(({ name, label }) => {
+      const t = tallies.get(name)!;
       return {
         id: '5b',
-        benchmark: `gateway CPU per call by configuration: ${c.name}`,
+        benchmark: label,
         measured: `${fmt(rate(t))} req/s, ${fmt(perCall(t))} µs CPU per call${t.failed ? `; ${t.failed} not 2xx` : ''}`,
         baseline: `floor ${fmt(rate(floor))} req/s, ${fmt(perCall(floor))} µs`,
         result: `${fmt(rate(t) / rate(floor), 3)} of the floor; ${fmt(perCall(t) / perCall(floor), 2)} × its CPU`,
@@ -98,6 +120,7 @@ export async function gatewayBreakdown(): Promise<{ rows: Row[]; details: string
     });
     const details = [
       `Gateway breakdown (bench/benchmarks/gateway-breakdown.ts): the gateway of benchmark 5 in three configurations (${CONFIGURATIONS.map((c) => `${c.name}: ${c.what}`).join('; ')}) beside the Node floor, ${CONNECTIONS} connections, a fake answering at once, every request new; ${ROUNDS} slices of ${SLICE_S} s each (after ${WARMUP_S} s of warm-up), in order then reversed. CPU: the process's, all its threads.`,
+      `The least gateway (bench/servers/least-gateway.ts): the floor plus only what a gateway that keeps a usage record of every call cannot skip: the body parsed, the key hashed and looked up in memory, the request re-serialized upstream, the answer parsed (its usage, to price it) and sent with ten X-Gateway-* headers, and one row in the gateway's own usage_records table (same columns and indexes; 64-row prepared inserts, 512 rows per transaction, on its one thread). No framework, no stage, no journal, no rollups: what it leaves of the floor's throughput bounds what any gateway with every stage on can keep here. Beside it, the same without the usage record (LEAST_GATEWAY_RECORDS=off).`,
     ];
     return { rows, details, raw: { gatewayBreakdown: [...tallies.values()] } };
   } finally {
