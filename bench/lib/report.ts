@@ -189,8 +189,12 @@ ratio against a baseline measured in the same run, or a latency bound that must 
    **5b. Where the gateway's CPU goes** (bench/benchmarks/gateway-breakdown.ts, part \`breakdown\`): the same gateway
    with every stage on (as above), with no stage (cache, dedup, compaction, routing, limits, prompt caching off), and
    with no stage and no usage journal, beside the floor: 50 connections on the 0 ms fake, every request new, four 5 s
-   slices each, in order then reversed. No target: it tells the pipeline's share of the gap to the floor from the
-   share of the path every call takes.
+   slices each, in order then reversed; and, as the bound under all of them, the least gateway
+   (bench/servers/least-gateway.ts): the floor plus only what a gateway keeping a usage record of every call cannot
+   skip (the body parsed, the key hashed and looked up, the answer parsed and priced, ten X-Gateway-* headers, one row
+   in the gateway's own usage_records table with its indexes), with and without that row. No target: it tells the
+   pipeline's share of the gap to the floor from the share of the path every call takes, and how much of the floor
+   any such gateway keeps here.
 6. **Idle memory of each service** (bench/benchmarks/idle-memory.ts, bench/lib/idle-rss.ts): \`src/auth/main.ts\`,
    \`src/gateway/main.ts\` and \`src/main.ts\` started as the npm scripts run them (SQLite in a fresh DATA_DIR, nothing else
    configured), RSS read 2 s after the ready line, beside an idle Node process running TypeScript.

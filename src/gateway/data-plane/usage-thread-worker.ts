@@ -22,8 +22,16 @@ const writer = new SqliteWriter(path, { checkpoints: false });
 const db = new Kysely<GatewayTables>({ dialect: nodeSqliteDialect(writer) });
 const port = parentPort!;
 
+/** The rows of the batch being received (it arrives in parts; `last` marks its end). */
+let receiving: UsageRecordRow[] = [];
 let queue = Promise.resolve();
-port.on('message', (message: { id: number; batch: UsageRecordRow[] } | 'close') => {
+port.on('message', (message: { id: number; rows: UsageRecordRow[]; last: boolean } | 'close') => {
+  if (message !== 'close') {
+    for (const row of message.rows) receiving.push(row);
+    if (!message.last) return;
+  }
+  const batch = receiving;
+  receiving = [];
   queue = queue.then(async () => {
     if (message === 'close') {
       await db.destroy();
@@ -32,8 +40,8 @@ port.on('message', (message: { id: number; batch: UsageRecordRow[] } | 'close') 
       return;
     }
     try {
-      for (let at = 0; at < message.batch.length; at += TRANSACTION_RECORDS) {
-        await writeUsageBatch(db, message.batch.slice(at, at + TRANSACTION_RECORDS));
+      for (let at = 0; at < batch.length; at += TRANSACTION_RECORDS) {
+        await writeUsageBatch(db, batch.slice(at, at + TRANSACTION_RECORDS));
       }
       port.postMessage({ id: message.id });
     } catch (err) {
