@@ -7,8 +7,8 @@ import { writeUsageBatch } from './usage-writer.ts';
 /**
  * The body of the usage thread (usage-thread.ts): its own write connection
  * to the gateway's SQLite file, with the same pragmas as the main one and
- * no checkpoint thread of its own (the main writer's checkpoints the whole
- * file). Each batch is written by the same code as on PostgreSQL
+ * no checkpoint thread of its own (the main writer's thread checkpoints
+ * the whole file). Each batch is written by the same code as on PostgreSQL
  * (writeUsageBatch), in transactions of at most TRANSACTION_RECORDS
  * records: the write lock is held for a few milliseconds at a time, so a
  * write on the main connection (the control plane's) never waits long for
