@@ -223,10 +223,9 @@ const upsertSql = new WeakMap<object, Map<string, string>>();
 /**
  * Adds `records` to the rollups, in the caller's transaction. Give it only
  * records that the same transaction inserted: that is what makes each
- * record counted once. `pause`, awaited after each table's upserts (and
- * each full 64-row statement), is where a caller lets its event loop turn.
+ * record counted once.
  */
-export async function addToRollups(db: GatewayDb, records: readonly RollupSource[], pause?: () => Promise<void>): Promise<void> {
+export async function addToRollups(db: GatewayDb, records: readonly RollupSource[]): Promise<void> {
   if (records.length === 0) return;
   for (const { table, keys, rows } of rollUp(records)) {
     const columns = [...keys, ...Object.keys(rows[0]!).filter((c) => !keys.includes(c))];
@@ -235,10 +234,8 @@ export async function addToRollups(db: GatewayDb, records: readonly RollupSource
       while (rows.length - at >= size) {
         await upsert(db, table, keys, columns, rows.slice(at, at + size));
         at += size;
-        if (size === CHUNK_SIZES[0]) await pause?.();
       }
     }
-    await pause?.();
   }
 }
 

@@ -145,7 +145,7 @@ export class UsageWriter {
 
   async #write(batch: UsageRecordRow[]): Promise<void> {
     if (this.#thread) await this.#thread.write(batch);
-    else await writeUsageBatch(this.#options.db, batch, yieldToEventLoop);
+    else await writeUsageBatch(this.#options.db, batch);
   }
 
   #dropOverflow(): void {
@@ -188,14 +188,15 @@ export class UsageWriter {
 /**
  * One batch of the usage writer in one transaction: the records (with their
  * rollups) and each key's last_used_at, which never moves back. On a SQLite
- * file it runs on the usage thread's connection; elsewhere on `db`, with
- * `pause` between statements.
+ * file it runs on the usage thread's connection (usage-thread.ts), off the
+ * event loop that answers calls; on PostgreSQL its statements are
+ * asynchronous round trips.
  */
-export async function writeUsageBatch(db: GatewayDb, batch: readonly UsageRecordRow[], pause?: () => Promise<void>): Promise<void> {
+export async function writeUsageBatch(db: GatewayDb, batch: readonly UsageRecordRow[]): Promise<void> {
   const lastUsed = new Map<string, number>();
   for (const row of batch) lastUsed.set(row.key_id, Math.max(lastUsed.get(row.key_id) ?? 0, row.created_at));
   await db.transaction().execute(async (trx) => {
-    await insertUsageRecords(trx, batch, pause);
+    await insertUsageRecords(trx, batch);
     // In key order, as the rollups are: two replicas' batches lock the same rows in the same order.
     for (const [id, at] of [...lastUsed].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
       await trx
@@ -216,31 +217,15 @@ export async function writeUsageBatch(db: GatewayDb, batch: readonly UsageRecord
  * again. Returns how many were inserted. The usage writer's batches go
  * through it; so must anything else that writes records.
  */
-export async function insertUsageRecords(db: GatewayDb, records: readonly UsageRecordRow[], pause?: () => Promise<void>): Promise<number> {
-  if (!db.isTransaction) return db.transaction().execute((trx) => insertUsageRecords(trx, records, pause));
+export async function insertUsageRecords(db: GatewayDb, records: readonly UsageRecordRow[]): Promise<number> {
+  if (!db.isTransaction) return db.transaction().execute((trx) => insertUsageRecords(trx, records));
   const inserted = new Set<string>();
-  for (const rows of fixedChunks(records)) {
-    for (const id of await insertRows(db, rows)) inserted.add(id);
-    await pause?.();
-  }
+  for (const rows of fixedChunks(records)) for (const id of await insertRows(db, rows)) inserted.add(id);
   // A batch may hold one request_id twice (a journal replayed beside the live queue): the first is the one inserted.
   const added = records.filter((r) => inserted.delete(r.request_id));
-  await addToRollups(db, added, pause);
+  await addToRollups(db, added);
   return added.length;
 }
-
-/**
- * Lets the event loop turn (timers, sockets) before the batch's next
- * statement. node:sqlite runs each statement synchronously and Kysely's
- * awaits between them only drain microtasks, so without it a batch of 500
- * records blocked the gateway's event loop for its whole write: 11 to 14 ms
- * measured here, during which every call in flight, streams included, stood
- * still. With it the longest stretch is one statement (a 64-row insert,
- * about 1.5 ms). The transaction stays open meanwhile: other Kysely queries
- * on the SQLite connection queue behind it as before, and the synchronous
- * fast paths (platform/prepared-transaction.ts) see it open and queue too.
- */
-const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** Statement sizes, largest first: every multi-row insert has one of these row counts. */
 const CHUNK_SIZES = [64, 16, 4, 1];
