@@ -84,7 +84,6 @@ export class Flight {
   #subs: Subscriber[] = [];
   /** The leader is still connected (it pays, and its leaving alone does not empty the flight). */
   #leaderPresent = false;
-  #detachLeader: (() => void) | undefined;
   #payer: Subscriber | undefined;
   #payerChosen = false;
   /** Set once nobody is left and the source was told to stop: new clients start a new flight. */
@@ -123,18 +122,17 @@ export class Flight {
     return this.#leaderPresent;
   }
 
-  /** `call` is the leader: its own call is upstream; its client leaving only stops that call when no one else waits. */
-  lead(call: Call): void {
+  /** The leader's own call is upstream; its client leaving (leaderLeft) stops that call only when no one else waits. */
+  lead(): void {
     this.#leaderPresent = true;
-    const onAbort = () => {
-      this.#leaderPresent = false;
-      this.#detachLeader = undefined;
-      if (this.#subs.length === 0 && !this.finished) this.#onEmpty(this);
-    };
-    const signal = call.signal;
-    signal.addEventListener('abort', onAbort, { once: true });
-    this.#detachLeader = () => signal.removeEventListener('abort', onAbort);
   }
+
+  /** The leader's client left (its call's onClientClose while it leads). */
+  readonly leaderLeft = (): void => {
+    if (!this.#leaderPresent) return;
+    this.#leaderPresent = false;
+    if (this.#subs.length === 0 && !this.finished) this.#onEmpty(this);
+  };
 
   /** The streamed answer completed cleanly ([DONE], no error event): it may be stored. */
   get storable(): boolean {
@@ -199,7 +197,6 @@ export class Flight {
 
   complete(outcome: FlightOutcome): void {
     this.outcome = outcome;
-    this.#detachLeader?.();
     this.#choosePayer();
     const subs = this.#subs;
     this.#subs = [];
@@ -210,7 +207,6 @@ export class Flight {
   /** The call failed: every client gets the same error (in the stream for those whose stream is open). */
   fail(err: unknown): void {
     this.failure = err;
-    this.#detachLeader?.();
     const subs = this.#subs;
     this.#subs = [];
     const problem =

@@ -9,7 +9,7 @@ import { EventSink } from './sse-events.ts';
 type Next = (call?: Call) => Promise<void>;
 
 /** The leader's fields dedup rewires while its call is upstream (the stages after it only read them). */
-type Rewired = { -readonly [K in 'signal' | 'response' | 'openStream' | 'includeUsage']: Call[K] };
+type Rewired = { -readonly [K in 'response' | 'openStream' | 'includeUsage']: Call[K] };
 
 /** The leader's tenant and whether it bypassed the cache: all the store needs once the flight has its outcome. */
 export interface FlightOwner {
@@ -23,8 +23,8 @@ export interface FlightOwner {
  * whole call reachable from the flight, which outlives it (a reference from
  * the flight to the call alone tripled what survives each minor GC).
  */
-function wire(flight: Flight, controller: AbortController, publisher: Publisher | undefined): void {
-  flight.stop = () => controller.abort();
+function wire(flight: Flight, abort: () => void, publisher: Publisher | undefined): void {
+  flight.stop = abort;
   flight.othersWaiting = publisher ? () => publisher.othersWaiting() : undefined;
   flight.release = publisher ? () => publisher.release() : undefined;
 }
@@ -46,7 +46,17 @@ const clientClosed = () => new HttpProblem(499, 'client_closed_request', 'The cl
  * answer, and `store` keeps it once it is complete.
  */
 export class InFlight {
-  readonly #flights = new Map<string, Flight>();
+  /**
+   * By key. A dictionary object, not a Map: a long-lived Map whose entries
+   * come and go with every call keeps each call's flight (and all it points
+   * to) alive through minor GCs until the next full one. Every table a Map
+   * outgrows or shrinks from links to its successor, and a dead table in
+   * the old generation is still a root for the young one, so the chain
+   * carries every entry the Map ever held into the old generation (measured:
+   * 133 MB promoted against 3 MB for the same churn through a dictionary).
+   */
+  readonly #flights: Record<string, Flight> = Object.create(null);
+  #count = 0;
   readonly #remote: RemoteFlights | undefined;
   readonly #log: Logger;
   readonly #store: (owner: FlightOwner, flight: Flight) => Promise<void>;
@@ -68,7 +78,7 @@ export class InFlight {
 
   /** Flights in progress here (for tests and metrics). */
   get size(): number {
-    return this.#flights.size;
+    return this.#count;
   }
 
   /** Answers `call` (its cacheKey set) through a flight; `dedup`: joining and sharing allowed. */
@@ -92,7 +102,7 @@ export class InFlight {
   #runOnce(call: Call, next: Next, dedup: boolean): Promise<void> {
     const key = call.cacheKey!;
     if (dedup) {
-      const running = this.#flights.get(key);
+      const running = this.#flights[key];
       if (running && !running.abandoned && (!running.finished || running.storable)) return running.join(call);
     }
     // What storing the answer needs of the leader, and nothing more: objects the flight points to live as long as it.
@@ -101,7 +111,10 @@ export class InFlight {
       onEmpty: (f) => this.#empty(f),
       onFinish: (f) => this.#finish(f, owner),
     });
-    if (dedup) this.#flights.set(key, flight);
+    if (dedup) {
+      if (this.#flights[key] === undefined) this.#count++;
+      this.#flights[key] = flight;
+    }
     if (dedup && this.#remote) return this.#claim(this.#remote, flight, call, next);
     return this.#lead(flight, call, next, undefined);
   }
@@ -137,19 +150,26 @@ export class InFlight {
   }
 
   /**
-   * Runs the rest of the pipeline on the leader's own call: its signal
-   * aborts only when no client is left, and a stream is recorded by the
-   * flight (and published) as it goes to the leader. Once answered, the
-   * flight settles every client that joined, and the answer is stored.
+   * Runs the rest of the pipeline on the leader's own call, which the flight
+   * keeps going while any client waits: the leader's client leaving only
+   * tells the flight (onClientClose), and the call's signal aborts when no
+   * client is left (flight.stop). A stream is recorded by the flight (and
+   * published) as it goes to the leader. Once answered, the flight settles
+   * every client that joined, and the answer is stored.
+   *
+   * No AbortController or abort listener of the flight's own: either, made
+   * for every call, kept each call's objects alive through minor GCs (into
+   * the old generation, measured at 0.9 to 1.7 MB per scavenge under load,
+   * against 0.1 MB without), which lengthened every scavenge's pause.
    */
   async #lead(flight: Flight, leader: Call, next: Next, publisher: Publisher | undefined): Promise<void> {
-    const controller = new AbortController();
-    wire(flight, controller, publisher);
-    if (!leader.signal.aborted) flight.lead(leader);
-    else if (flight.subscribers === 0) this.#empty(flight);
+    wire(flight, leader.abort, publisher);
+    if (!leader.signal.aborted) {
+      flight.lead();
+      leader.onClientClose = flight.leaderLeft;
+    } else if (flight.subscribers === 0) this.#empty(flight);
     const call = leader as Omit<Call, keyof Rewired> & Rewired;
-    const { signal, response, openStream, includeUsage } = call;
-    call.signal = controller.signal;
+    const { response, openStream, includeUsage } = call;
     if (call.stream) {
       // The flight always gets the usage chunk (it is stored, and priced); the leader sees it only if it asked.
       call.includeUsage = true;
@@ -171,7 +191,9 @@ export class InFlight {
       };
     }
     const restore = () => {
-      call.signal = signal;
+      call.onClientClose = undefined;
+      // The leader's client left while others waited: from now on its call is as any other whose client left.
+      if (!flight.leaderPresent) call.abort();
       call.response = response;
       call.openStream = openStream;
       call.includeUsage = includeUsage;
@@ -250,7 +272,10 @@ export class InFlight {
   }
 
   #drop(flight: Flight): void {
-    if (this.#flights.get(flight.key) === flight) this.#flights.delete(flight.key);
+    if (this.#flights[flight.key] === flight) {
+      delete this.#flights[flight.key];
+      this.#count--;
+    }
   }
 }
 

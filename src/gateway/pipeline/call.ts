@@ -88,8 +88,20 @@ export interface Call {
   readonly replyHeaders: Record<string, string>;
   /** X-Gateway-No-Route: true: exactly the model named, no routing and no fallback (retries still). */
   readonly noRoute: boolean;
-  /** Fires when the client goes away before the answer is complete: the upstream request is aborted. */
+  /**
+   * Aborts when the call's work must stop: its client went away before the
+   * answer was complete (unless onClientClose is set), or `abort()`. The
+   * upstream request, retries and a stream's relay all follow it.
+   */
   readonly signal: AbortSignal;
+  /** Aborts `signal`. */
+  readonly abort: () => void;
+  /**
+   * While set, what the client going away early does instead of aborting
+   * `signal`: a dedup leader's flight sets it, so that the call goes on for
+   * the clients that joined it (cache/in-flight.ts).
+   */
+  onClientClose: (() => void) | undefined;
   readonly log: FastifyBaseLogger;
   /** The raw response (a ServerResponse; dedup's own call writes to its fan-out instead), written directly once a stream starts. */
   readonly response: Writable;

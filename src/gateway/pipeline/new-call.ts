@@ -43,7 +43,9 @@ export function newCall(
   const controller = new AbortController();
   const res = reply.raw;
   res.once('close', () => {
-    if (!res.writableFinished) controller.abort();
+    if (res.writableFinished) return;
+    if (call.onClientClose) call.onClientClose();
+    else controller.abort();
   });
   const call: Call = {
     requestId: request.id,
@@ -61,6 +63,9 @@ export function newCall(
     replyHeaders: {},
     noRoute,
     signal: controller.signal,
+    // Bound, not a closure here: a flight keeps it (flight.stop), and a closure would keep this whole call with it.
+    abort: controller.abort.bind(controller),
+    onClientClose: undefined,
     log: request.log,
     response: res,
     openStream() {
