@@ -49,6 +49,29 @@ for (const kind of DB_KINDS) {
       }, 'the usage record of the aborted call');
     });
 
+    test('a client that disconnects while waiting for a whole (non-streamed) answer aborts the upstream request; recorded as 499', async (t) => {
+      const gw = await startLiveGateway(kind);
+      t.after(() => gw.close());
+      const tenant = await gw.tenant();
+      gw.fake.setBehaviour({ latencyMs: 5_000 }, { requests: 1 });
+      const leaving = new AbortController();
+      const answered = fetch(`${gw.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${tenant.apiKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'slow answer' }] }),
+        signal: leaving.signal,
+      }).catch((err: Error) => err.name);
+      await until(() => gw.fake.calls.count === 1, 'the call upstream');
+      leaving.abort();
+      assert.equal(await answered, 'AbortError');
+      await until(() => gw.fake.calls.aborted === 1, 'the upstream request to be aborted');
+      await until(async () => {
+        await gw.service.dataPlane.usage.flush();
+        const rows = await gw.service.deps.db.selectFrom('usage_records').select(['status', 'error_code']).where('tenant_id', '=', tenant.tenantId).execute();
+        return rows.length === 1 && rows[0]!.status === 499 && rows[0]!.error_code === 'client_closed_request';
+      }, 'the usage record of the aborted call');
+    });
+
     test('SIGTERM-style close: readiness fails, an in-flight stream finishes whole, its usage record is written, then the process may exit', async (t) => {
       const gw = await startLiveGateway(kind);
       // Whatever fails below, the fake and the database go (the service closes itself in the test).
