@@ -12,6 +12,7 @@ import { logTransport, type MailTransport, type SmtpSettings, smtpTransport } fr
 import { createMetrics, type Metrics } from './metrics.ts';
 import { connectRedis } from './redis.ts';
 import type { MailSettings } from './settings.ts';
+import { applyV8Tuning } from './v8-tuning.ts';
 
 /** What the runtime needs of a service's configuration (AuthConfig and GatewayConfig have these fields). */
 export interface RuntimeSettings {
@@ -106,6 +107,7 @@ export interface ServiceRuntime<Deps> {
  */
 export async function createServiceRuntime<DB, Deps>(options: ServiceRuntimeOptions<DB, Deps>): Promise<ServiceRuntime<Deps>> {
   const { name, settings, overrides = {} } = options;
+  applyV8Tuning();
   const log =
     overrides.logger ?? (await createLogger({ level: settings.logLevel, name, production: settings.production }));
   const clock = overrides.clock ?? systemClock;
