@@ -195,6 +195,10 @@ ratio against a baseline measured in the same run, or a latency bound that must 
    own AbortController and its listener on the leader's signal. The flights are now a dictionary, and the leader's call
    is stopped through its own signal (its client leaving tells the flight instead of aborting it). Interleaved runs:
    2,850 to 3,252 calls/s and 436 to 368 µs of CPU per call, scavenges back to 0.1 MB promoted and 1.2 to 2.3 ms.
+   At 50 connections a third cause remained, V8's allocation-site pretenuring: a run settled either at 0.3 MB promoted
+   per scavenge or (one run in three) at 6.5 to 7 MB and 12 to 15 ms pauses, once V8 had switched the sites that build a
+   call's objects to old-generation allocation. The services now turn it off at start (src/platform/v8-tuning.ts): 0.1 MB
+   and 2 ms in every run, and in interleaved runs 2,858 to 3,999 calls/s (CPU per call 416 to 289 µs).
    **5b. Where the gateway's CPU goes** (bench/benchmarks/gateway-breakdown.ts, part \`breakdown\`): the same gateway
    with every stage on (as above), with no stage (cache, dedup, compaction, routing, limits, prompt caching off), and
    with no stage and no usage journal, beside the floor: 50 connections on the 0 ms fake, every request new, four 5 s
