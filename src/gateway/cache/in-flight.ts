@@ -9,7 +9,7 @@ import { EventSink } from './sse-events.ts';
 type Next = (call?: Call) => Promise<void>;
 
 /** The leader's fields dedup rewires while its call is upstream (the stages after it only read them). */
-type Rewired = { -readonly [K in 'response' | 'openStream' | 'includeUsage']: Call[K] };
+type Rewired = { -readonly [K in 'signal' | 'response' | 'openStream' | 'includeUsage']: Call[K] };
 
 /** The leader's tenant and whether it bypassed the cache: all the store needs once the flight has its outcome. */
 export interface FlightOwner {
@@ -157,19 +157,27 @@ export class InFlight {
    * published) as it goes to the leader. Once answered, the flight settles
    * every client that joined, and the answer is stored.
    *
-   * No AbortController or abort listener of the flight's own: either, made
-   * for every call, kept each call's objects alive through minor GCs (into
-   * the old generation, measured at 0.9 to 1.7 MB per scavenge under load,
-   * against 0.1 MB without), which lengthened every scavenge's pause.
+   * No AbortController or abort listener of the flight's own (but in the
+   * rare case below): either, made for every call, kept each call's objects
+   * alive through minor GCs (into the old generation, measured at 0.9 to
+   * 1.7 MB per scavenge under load, against 0.1 MB without), which
+   * lengthened every scavenge's pause.
    */
   async #lead(flight: Flight, leader: Call, next: Next, publisher: Publisher | undefined): Promise<void> {
-    wire(flight, leader.abort, publisher);
-    if (!leader.signal.aborted) {
-      flight.lead();
-      leader.onClientClose = flight.leaderLeft;
-    } else if (flight.subscribers === 0) this.#empty(flight);
     const call = leader as Omit<Call, keyof Rewired> & Rewired;
-    const { response, openStream, includeUsage } = call;
+    const { signal, response, openStream, includeUsage } = call;
+    if (!signal.aborted) {
+      wire(flight, call.abort, publisher);
+      flight.lead();
+      call.onClientClose = flight.leaderLeft;
+    } else {
+      // The leader left while the Redis lock was taken and others joined meanwhile (#claim): the call goes on for
+      // them on a signal of its own, the leader's being aborted already. Rare, so only then a controller of its own.
+      const controller = new AbortController();
+      call.signal = controller.signal;
+      wire(flight, controller.abort.bind(controller), publisher);
+      if (flight.subscribers === 0) this.#empty(flight);
+    }
     if (call.stream) {
       // The flight always gets the usage chunk (it is stored, and priced); the leader sees it only if it asked.
       call.includeUsage = true;
@@ -191,6 +199,7 @@ export class InFlight {
       };
     }
     const restore = () => {
+      call.signal = signal;
       call.onClientClose = undefined;
       // The leader's client left while others waited: from now on its call is as any other whose client left.
       if (!flight.leaderPresent) call.abort();
