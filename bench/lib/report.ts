@@ -176,7 +176,10 @@ ratio against a baseline measured in the same run, or a latency bound that must 
    open-source gateway (npm \`@portkey-ai/gateway\`, installed by the bench into the git-ignored bench/.portkey, routed with
    \`x-portkey-provider: openai\` and \`x-portkey-custom-host\`). The same non-streamed request everywhere, each one made
    different by a fresh id in its message (autocannon's \`[<id>]\`), so no cache answers it and every call goes upstream.
-   Throughput and CPU per request: 50 connections, 2 s warm-up, then 5 s slices of each target in order and reversed.
+   Throughput and CPU per request: 50 connections, 8 s warm-up (2 s until 28 November 2026: a process's first seconds
+   under load cost more than twice the CPU per call of its steady state: code still being optimized, and the heap and
+   allocator growing, with first-touch page faults at about 11 µs each on these VMs; see THROUGHPUT_WARMUP_S), then 5 s
+   slices of each target in order and reversed.
    Added latency: 10 connections on the 20 ms fake, the exact latency of every 2xx response minus the direct figures.
    Streaming time to first byte: 200 \`stream: true\` requests (with \`include_usage\`), 4 at a time, from the send to the
    first body byte. RSS (/proc/<pid>/status): idle after start, the peak during the throughput slices, once idle after
