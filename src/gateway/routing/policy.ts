@@ -26,6 +26,12 @@ export class RoutingPolicy {
   readonly #keyed: ReadonlySet<string>;
   /** candidates() by tier: a policy lives as long as its tenant's cached context (the stage keeps one per context). */
   readonly #byTier = new Map<Tier, RouteModel[]>();
+  /**
+   * resolve() of catalog models, by the text resolved: every routed call
+   * resolves the model it names and the one its session holds. Catalog
+   * models only, so that what clients write cannot grow it past the catalog.
+   */
+  readonly #resolved = new Map<string, RouteModel>();
 
   constructor(settings: RoutingSettings, keyed: ReadonlySet<string>) {
     this.#settings = settings;
@@ -34,10 +40,17 @@ export class RoutingPolicy {
 
   /** `provider/model` or a bare catalog id, as a RouteModel; undefined when the tenant cannot call it. */
   resolve(ref: string, tier?: Tier): RouteModel | undefined {
+    if (tier === undefined) {
+      const known = this.#resolved.get(ref);
+      if (known !== undefined) return known;
+    }
     const r = resolveModel(ref, this.#keyed);
     if (!r.ok) return undefined;
     const { provider, model, entry } = r.resolved;
-    return { ref: `${provider.id}/${model}`, provider, model, entry, tier: tier ?? this.#listedTier(`${provider.id}/${model}`) ?? entry?.tier };
+    const full = `${provider.id}/${model}`;
+    const resolved = { ref: full, provider, model, entry, tier: tier ?? this.#listedTier(full) ?? entry?.tier };
+    if (tier === undefined && entry !== undefined) this.#resolved.set(ref, resolved);
+    return resolved;
   }
 
   /** The models that may serve tier `tier` or above (the tenant's `tiers` lists, else the catalog's tiers), lowest tier first. */

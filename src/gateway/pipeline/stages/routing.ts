@@ -100,21 +100,19 @@ export function routingStage(deps: RoutingStageDeps): Stage {
 
 /** The model named, as routing knows it; the errors a client gets for a model it cannot call. */
 function resolveRequested(call: Call, policy: RoutingPolicy): RouteModel {
+  const resolved = policy.resolve(call.modelRequested);
+  if (resolved !== undefined) return resolved;
   const resolution = resolveModel(call.modelRequested, call.tenant.keyed);
-  if (!resolution.ok) {
-    if (resolution.reason === 'no_key') throw noProviderKey(resolution.provider);
-    if (resolution.reason === 'ambiguous') {
-      throw new HttpProblem(
-        404,
-        'model_not_found',
-        `The model "${call.modelRequested}" is served by several of your providers; name one: ${resolution.candidates.join(', ')}.`,
-        { type: 'invalid_request_error', param: 'model' },
-      );
-    }
-    throw modelNotFound(call.modelRequested);
+  if (!resolution.ok && resolution.reason === 'no_key') throw noProviderKey(resolution.provider);
+  if (!resolution.ok && resolution.reason === 'ambiguous') {
+    throw new HttpProblem(
+      404,
+      'model_not_found',
+      `The model "${call.modelRequested}" is served by several of your providers; name one: ${resolution.candidates.join(', ')}.`,
+      { type: 'invalid_request_error', param: 'model' },
+    );
   }
-  const { provider, model } = resolution.resolved;
-  return policy.resolve(`${provider.id}/${model}`)!;
+  throw modelNotFound(call.modelRequested);
 }
 
 function target(call: Call, adapters: ReadonlyMap<string, ProviderAdapter>, m: RouteModel): CallTarget {
