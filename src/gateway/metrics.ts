@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { type CounterChild, SummedCounter } from '../platform/metrics.ts';
 import type { Call } from './pipeline/call.ts';
 import type { CircuitEvent } from './routing/circuit-breaker.ts';
 
@@ -17,7 +18,7 @@ export interface GatewayMetrics {
 
 export function createGatewayMetrics(registry: Registry): GatewayMetrics {
   const registers = [registry];
-  const calls = new Counter({
+  const calls = new SummedCounter({
     name: 'gateway_calls_total',
     help: 'Data-plane calls, by status, model (catalog models; others as "other"), provider and cache status.',
     labelNames: ['status', 'model', 'provider', 'cache'],
@@ -36,13 +37,13 @@ export function createGatewayMetrics(registry: Registry): GatewayMetrics {
     buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
     registers,
   });
-  const tokens = new Counter({
+  const tokens = new SummedCounter({
     name: 'gateway_tokens_total',
     help: 'Tokens by kind (prompt, cached, cache_write, completion, reasoning, saved) and model.',
     labelNames: ['kind', 'model'],
     registers,
   });
-  const cost = new Counter({ name: 'gateway_cost_usd_total', help: 'Cost of calls in USD at catalog prices, by model.', labelNames: ['model'], registers });
+  const cost = new SummedCounter({ name: 'gateway_cost_usd_total', help: 'Cost of calls in USD at catalog prices, by model.', labelNames: ['model'], registers });
   const usageDropped = new Counter({
     name: 'gateway_usage_records_dropped_total',
     help: 'Usage records dropped because the database stayed unreachable and the buffer was full.',
@@ -60,18 +61,25 @@ export function createGatewayMetrics(registry: Registry): GatewayMetrics {
     labelNames: ['provider'],
     registers,
   });
-  // Label children looked up once per label set: prom-client hashes a label object on every call.
-  const children = new Map<string, { inc(n?: number): void; observe(v: number): void }>();
-  const child = <T extends { inc(n?: number): void } | { observe(v: number): void }>(key: string, make: () => T): T => {
-    let found = children.get(key) as T | undefined;
+  // The counters sum per label set in place (SummedCounter); the upstream histogram's children are prom-client's.
+  const upstreamBy = new Map<string, { observe(v: number): void }>();
+  const perModel = new Map<string, ModelCounters>();
+  const countersOf = (model: string): ModelCounters => {
+    let found = perModel.get(model);
     if (found === undefined) {
-      found = make();
-      children.set(key, found as unknown as { inc(n?: number): void; observe(v: number): void });
+      const kind = (k: string) => tokens.child(`${k}|${model}`, () => ({ kind: k, model }));
+      found = {
+        prompt: kind('prompt'),
+        cached: kind('cached'),
+        cacheWrite: kind('cache_write'),
+        completion: kind('completion'),
+        reasoning: kind('reasoning'),
+        saved: kind('saved'),
+        cost: cost.child(model, () => ({ model })),
+      };
+      perModel.set(model, found);
     }
     return found;
-  };
-  const countTokens = (kind: string, model: string, n: number) => {
-    if (n > 0) child(`t|${kind}|${model}`, () => tokens.labels({ kind, model })).inc(n);
   };
   return {
     usageDropped,
@@ -84,21 +92,38 @@ export function createGatewayMetrics(registry: Registry): GatewayMetrics {
       const target = call.target;
       const model = target?.entry ? `${target.provider.id}/${target.entry.id}` : target ? 'other' : 'none';
       const provider = target?.provider.id ?? 'none';
-      child(`c|${call.status}|${model}|${provider}|${call.cacheStatus}`, () =>
-        calls.labels({ status: call.status, model, provider, cache: call.cacheStatus }),
-      ).inc();
+      calls.child(`${call.status}|${call.cacheStatus}|${provider}|${model}`, () => ({ status: call.status, model, provider, cache: call.cacheStatus })).inc();
       if (call.overheadMs !== undefined) overhead.observe(call.overheadMs / 1000);
-      if (target && call.upstreamMs > 0) child(`u|${provider}`, () => upstream.labels({ provider })).observe(call.upstreamMs / 1000);
+      if (target && call.upstreamMs > 0) {
+        let timer = upstreamBy.get(provider);
+        if (timer === undefined) {
+          timer = upstream.labels({ provider });
+          upstreamBy.set(provider, timer);
+        }
+        timer.observe(call.upstreamMs / 1000);
+      }
+      const counters = countersOf(model);
       const usage = call.usage;
       if (usage) {
-        countTokens('prompt', model, usage.promptTokens);
-        countTokens('cached', model, usage.cachedTokens);
-        countTokens('cache_write', model, usage.cacheWriteTokens);
-        countTokens('completion', model, usage.completionTokens);
-        countTokens('reasoning', model, usage.reasoningTokens);
+        counters.prompt.inc(usage.promptTokens);
+        counters.cached.inc(usage.cachedTokens);
+        counters.cacheWrite.inc(usage.cacheWriteTokens);
+        counters.completion.inc(usage.completionTokens);
+        counters.reasoning.inc(usage.reasoningTokens);
       }
-      countTokens('saved', model, call.tokensSaved);
-      if (call.costUsd) child(`$|${model}`, () => cost.labels({ model })).inc(call.costUsd);
+      counters.saved.inc(call.tokensSaved);
+      if (call.costUsd) counters.cost.inc(call.costUsd);
     },
   };
+}
+
+/** One model's token and cost counters. */
+interface ModelCounters {
+  prompt: CounterChild;
+  cached: CounterChild;
+  cacheWrite: CounterChild;
+  completion: CounterChild;
+  reasoning: CounterChild;
+  saved: CounterChild;
+  cost: CounterChild;
 }

@@ -110,18 +110,13 @@ export async function createHttpApp(options: AppOptions): Promise<App> {
     reply.header('x-request-id', request.id);
     done(null, payload);
   });
-  // Label children are looked up once per route, method and status: prom-client hashes label objects on every call.
-  const counters = new Map<string, { inc(): void }>();
+  // The request counter sums per label set in place (SummedCounter); the duration histogram's children are looked up once per route and method.
   const timers = new Map<string, { observe(v: number): void }>();
   app.addHook('onResponse', (request, reply, done) => {
     const route = request.routeOptions.url ?? 'unmatched';
     const key = `${request.method} ${route}`;
     const counterKey = `${key} ${reply.statusCode}`;
-    let counter = counters.get(counterKey);
-    if (!counter) {
-      counter = options.metrics.httpRequests.labels({ route, method: request.method, status: reply.statusCode });
-      counters.set(counterKey, counter);
-    }
+    const counter = options.metrics.httpRequests.child(counterKey, () => ({ route, method: request.method, status: reply.statusCode }));
     let timer = timers.get(key);
     if (!timer) {
       timer = options.metrics.httpDuration.labels({ route, method: request.method });
