@@ -5,6 +5,7 @@ import type { Clock } from '../../../platform/clock.ts';
 import { HttpProblem } from '../../../platform/errors.ts';
 import { costUsd } from '../../catalog/cost.ts';
 import type { RoutingConfig } from '../../config.ts';
+import { type Collected, collectResponse } from '../../data-plane/collect-response.ts';
 import type { UpstreamPools } from '../../data-plane/upstream-pools.ts';
 import { upstreamForbiddenAddress, upstreamInvalid, upstreamTimeout, upstreamUnreachable } from '../../openai-errors.ts';
 import type { CallContext, TokenUsage } from '../../providers/types.ts';
@@ -130,10 +131,38 @@ function attemptOnce(settings: UpstreamSettings) {
       promptCache: call.promptCache,
     };
     const outgoing = target.adapter.chatRequest(call.body, ctx);
+    const pool = settings.pools.get(target.baseUrl);
     const sentAt = performance.now();
+    if (!call.stream) {
+      let answer: Collected;
+      try {
+        answer = await collectResponse(pool, {
+          path: outgoing.path,
+          headers: outgoing.headers,
+          body: outgoing.body,
+          signal: call.signal,
+          headersTimeout: settings.firstByteTimeoutMs,
+          bodyTimeout: settings.idleTimeoutMs,
+          maxBytes: settings.maxResponseBytes,
+          errorBytes: ERROR_BODY_LIMIT,
+          tooLarge: () => tooLarge(settings.maxResponseBytes),
+        });
+      } catch (err) {
+        throw transportError(target, err, call.signal);
+      } finally {
+        call.upstreamMs += performance.now() - sentAt;
+      }
+      if (answer.statusCode < 200 || answer.statusCode >= 300) throw target.adapter.upstreamError(answer.statusCode, answer.body, answer.headers);
+      const result = target.adapter.chatResponse(answer.statusCode, answer.body, ctx);
+      settle(call, target, result.usage, result.model);
+      call.result = result.body;
+      if (call.tenant.storeBodies) call.storedResponse = result.body;
+      call.overheadMs = performance.now() - call.startedAt - call.upstreamMs;
+      return;
+    }
     let response: Dispatcher.ResponseData;
     try {
-      response = await settings.pools.get(target.baseUrl).request({
+      response = await pool.request({
         method: 'POST',
         path: outgoing.path,
         headers: outgoing.headers,
@@ -148,25 +177,9 @@ function attemptOnce(settings: UpstreamSettings) {
     }
     const { statusCode, headers, body } = response;
     if (statusCode < 200 || statusCode >= 300) {
-      const text = await readBody(body, ERROR_BODY_LIMIT, true).catch(() => Buffer.alloc(0));
+      const text = await readBody(body, ERROR_BODY_LIMIT).catch(() => Buffer.alloc(0));
       call.upstreamMs += performance.now() - sentAt;
       throw target.adapter.upstreamError(statusCode, text, headers);
-    }
-    if (!call.stream) {
-      let raw: Buffer;
-      try {
-        raw = await readBody(body, settings.maxResponseBytes, false);
-      } catch (err) {
-        throw err instanceof HttpProblem ? err : transportError(target, err, call.signal);
-      } finally {
-        call.upstreamMs += performance.now() - sentAt;
-      }
-      const result = target.adapter.chatResponse(statusCode, raw, ctx);
-      settle(call, target, result.usage, result.model);
-      call.result = result.body;
-      if (call.tenant.storeBodies) call.storedResponse = result.body;
-      call.overheadMs = performance.now() - call.startedAt - call.upstreamMs;
-      return;
     }
     call.upstreamMs += performance.now() - sentAt;
     const stream = target.adapter.chatStream(ctx, { includeUsage: call.includeUsage, cost: (usage) => costUsd(usage, target.entry) });
@@ -182,11 +195,11 @@ function settle(call: Call, target: CallTarget, usage: TokenUsage | undefined, m
 }
 
 /**
- * Reads a body up to `limit` bytes; past it, the rest is discarded (`truncate`) or the call fails.
+ * Reads a stream's error body up to `limit` bytes; the rest is discarded.
  * Listens for its events rather than iterating it: an async iterator costs a
- * few promises and ticks per chunk, on every call.
+ * few promises and ticks per chunk.
  */
-function readBody(body: Readable, limit: number, truncate: boolean): Promise<Buffer> {
+function readBody(body: Readable, limit: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -202,16 +215,15 @@ function readBody(body: Readable, limit: number, truncate: boolean): Promise<Buf
       }
       body.off('data', onData).off('end', done).off('error', reject);
       body.destroy();
-      if (!truncate) {
-        reject(new HttpProblem(502, 'upstream_response_too_large', `The provider's answer is larger than ${limit} bytes.`, { type: 'api_error' }));
-        return;
-      }
       chunks.push(chunk.subarray(0, limit - size));
       resolve(Buffer.concat(chunks));
     };
     body.on('data', onData).once('end', done).once('error', reject);
   });
 }
+
+const tooLarge = (limit: number) =>
+  new HttpProblem(502, 'upstream_response_too_large', `The provider's answer is larger than ${limit} bytes.`, { type: 'api_error' });
 
 const TIMEOUTS = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
 
