@@ -99,9 +99,9 @@ for (const kind of DB_KINDS) {
 
       test('a usage thread that cannot open the database fails its batch (kept for a retry) instead of hanging', async () => {
         const thread = new UsageThread(join(tmpdir(), 'no-such-dir', 'nothing', 'gateway.sqlite'));
-        await assert.rejects(thread.write([row(30_000)]), /usage thread/);
+        await assert.rejects(thread.write([JSON.stringify(row(30_000))]), /usage thread/);
         // The next batch starts a new thread, which fails the same way: each write settles.
-        await assert.rejects(thread.write([row(30_001)]), /usage thread/);
+        await assert.rejects(thread.write([JSON.stringify(row(30_001))]), /usage thread/);
         await thread.close();
       });
     }

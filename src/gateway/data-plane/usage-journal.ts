@@ -64,12 +64,14 @@ export class UsageJournal {
   }
 
   /**
-   * Appends one record; it is on disk (in the OS's cache) once {@link durable}
-   * resolves, or at once with `now` (with whatever else is pending): for a
-   * call whose answer has already left, a stream, which cannot wait for it.
+   * Appends one record, as its JSON (the usage writer serializes each
+   * record once, for the journal and the usage thread); it is on disk (in
+   * the OS's cache) once {@link durable} resolves, or at once with `now`
+   * (with whatever else is pending): for a call whose answer has already
+   * left, a stream, which cannot wait for it.
    */
-  append(row: UsageRecordRow, now = false): void {
-    this.#pending += `${JSON.stringify(row)}\n`;
+  append(json: string, now = false): void {
+    this.#pending += `${json}\n`;
     if (now) this.#write();
     else if (!this.#scheduled) {
       this.#scheduled = true;

@@ -22,16 +22,8 @@ const writer = new SqliteWriter(path, { checkpoints: false });
 const db = new Kysely<GatewayTables>({ dialect: nodeSqliteDialect(writer) });
 const port = parentPort!;
 
-/** The rows of the batch being received (it arrives in parts; `last` marks its end). */
-let receiving: UsageRecordRow[] = [];
 let queue = Promise.resolve();
-port.on('message', (message: { id: number; rows: UsageRecordRow[]; last: boolean } | 'close') => {
-  if (message !== 'close') {
-    for (const row of message.rows) receiving.push(row);
-    if (!message.last) return;
-  }
-  const batch = receiving;
-  receiving = [];
+port.on('message', (message: { id: number; rows: string } | 'close') => {
   queue = queue.then(async () => {
     if (message === 'close') {
       await db.destroy();
@@ -40,6 +32,7 @@ port.on('message', (message: { id: number; rows: UsageRecordRow[]; last: boolean
       return;
     }
     try {
+      const batch = JSON.parse(message.rows) as UsageRecordRow[];
       for (let at = 0; at < batch.length; at += TRANSACTION_RECORDS) {
         await writeUsageBatch(db, batch.slice(at, at + TRANSACTION_RECORDS));
       }

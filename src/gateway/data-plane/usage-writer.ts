@@ -33,7 +33,8 @@ export interface UsageWriterOptions {
  */
 export class UsageWriter {
   readonly #options: UsageWriterOptions;
-  #queue: UsageRecordRow[] = [];
+  /** Rows, or, when a usage thread writes them, their JSON (only this class reads the queue; #thread tells which). */
+  #queue: (UsageRecordRow | string)[] = [];
   #timer: NodeJS.Timeout | undefined;
   #flushing: Promise<void> | undefined;
   #closed = false;
@@ -51,10 +52,20 @@ export class UsageWriter {
     if (db instanceof SqliteKysely && db.reader) this.#thread = new UsageThread(db.path);
   }
 
-  /** Queues a record; `answered`: the call's answer has left already (a stream), so it is journaled at once. */
+  /**
+   * Queues a record; `answered`: the call's answer has left already (a
+   * stream), so it is journaled at once. The record is serialized once,
+   * here, for both the journal and the usage thread.
+   */
   record(row: UsageRecordRow, answered = false): void {
-    this.#options.journal?.append(row, answered);
-    this.#enqueue(row);
+    const journal = this.#options.journal;
+    if (!journal && !this.#thread) {
+      this.#enqueue(row);
+      return;
+    }
+    const json = JSON.stringify(row);
+    journal?.append(json, answered);
+    this.#enqueue(this.#thread ? json : row);
   }
 
   /**
@@ -66,7 +77,7 @@ export class UsageWriter {
     return this.#options.journal?.durable();
   }
 
-  #enqueue(row: UsageRecordRow): void {
+  #enqueue(row: UsageRecordRow | string): void {
     this.#queue.push(row);
     this.#enqueued++;
     if (this.#queue.length >= this.#options.batchSize) void this.flush();
@@ -97,7 +108,7 @@ export class UsageWriter {
   recover(orphans: readonly Orphan[]): number {
     let count = 0;
     for (const orphan of orphans) {
-      for (const row of orphan.rows) this.#enqueue(row);
+      for (const row of orphan.rows) this.#enqueue(this.#thread ? JSON.stringify(row) : row);
       count += orphan.rows.length;
       this.#sealed.push({ path: orphan.path, through: this.#enqueued });
     }
@@ -143,9 +154,9 @@ export class UsageWriter {
     }
   }
 
-  async #write(batch: UsageRecordRow[]): Promise<void> {
-    if (this.#thread) await this.#thread.write(batch);
-    else await writeUsageBatch(this.#options.db, batch);
+  async #write(batch: (UsageRecordRow | string)[]): Promise<void> {
+    if (this.#thread) await this.#thread.write(batch as string[]);
+    else await writeUsageBatch(this.#options.db, batch as UsageRecordRow[]);
   }
 
   #dropOverflow(): void {
