@@ -1,5 +1,5 @@
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import { type CounterChild, SummedCounter } from '../platform/metrics.ts';
+import { Counter, Gauge, type Registry } from 'prom-client';
+import { type CounterChild, SummedCounter, SummedHistogram } from '../platform/metrics.ts';
 import type { Call } from './pipeline/call.ts';
 import type { CircuitEvent } from './routing/circuit-breaker.ts';
 
@@ -24,13 +24,13 @@ export function createGatewayMetrics(registry: Registry): GatewayMetrics {
     labelNames: ['status', 'model', 'provider', 'cache'],
     registers,
   });
-  const overhead = new Histogram({
+  const overhead = new SummedHistogram({
     name: 'gateway_overhead_seconds',
     help: "The gateway's own time per call until the answer started, upstream excluded.",
     buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1],
     registers,
   });
-  const upstream = new Histogram({
+  const upstream = new SummedHistogram({
     name: 'gateway_upstream_seconds',
     help: 'Time waiting on the provider per call, by provider.',
     labelNames: ['provider'],
@@ -61,8 +61,8 @@ export function createGatewayMetrics(registry: Registry): GatewayMetrics {
     labelNames: ['provider'],
     registers,
   });
-  // The counters sum per label set in place (SummedCounter); the upstream histogram's children are prom-client's.
-  const upstreamBy = new Map<string, { observe(v: number): void }>();
+  // The counters and histograms count per label set in place (SummedCounter, SummedHistogram).
+  const overheadAll = overhead.child('', () => ({}));
   const perModel = new Map<string, ModelCounters>();
   const countersOf = (model: string): ModelCounters => {
     let found = perModel.get(model);
@@ -93,15 +93,8 @@ export function createGatewayMetrics(registry: Registry): GatewayMetrics {
       const model = target?.entry ? `${target.provider.id}/${target.entry.id}` : target ? 'other' : 'none';
       const provider = target?.provider.id ?? 'none';
       calls.child(`${call.status}|${call.cacheStatus}|${provider}|${model}`, () => ({ status: call.status, model, provider, cache: call.cacheStatus })).inc();
-      if (call.overheadMs !== undefined) overhead.observe(call.overheadMs / 1000);
-      if (target && call.upstreamMs > 0) {
-        let timer = upstreamBy.get(provider);
-        if (timer === undefined) {
-          timer = upstream.labels({ provider });
-          upstreamBy.set(provider, timer);
-        }
-        timer.observe(call.upstreamMs / 1000);
-      }
+      if (call.overheadMs !== undefined) overheadAll.observe(call.overheadMs / 1000);
+      if (target && call.upstreamMs > 0) upstream.child(provider, () => ({ provider })).observe(call.upstreamMs / 1000);
       const counters = countersOf(model);
       const usage = call.usage;
       if (usage) {

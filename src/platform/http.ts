@@ -110,20 +110,14 @@ export async function createHttpApp(options: AppOptions): Promise<App> {
     reply.header('x-request-id', request.id);
     done(null, payload);
   });
-  // The request counter sums per label set in place (SummedCounter); the duration histogram's children are looked up once per route and method.
-  const timers = new Map<string, { observe(v: number): void }>();
+  // The request counter and the duration histogram count per label set in place (SummedCounter, SummedHistogram).
   app.addHook('onResponse', (request, reply, done) => {
     const route = request.routeOptions.url ?? 'unmatched';
     const key = `${request.method} ${route}`;
     const counterKey = `${key} ${reply.statusCode}`;
     const counter = options.metrics.httpRequests.child(counterKey, () => ({ route, method: request.method, status: reply.statusCode }));
-    let timer = timers.get(key);
-    if (!timer) {
-      timer = options.metrics.httpDuration.labels({ route, method: request.method });
-      timers.set(key, timer);
-    }
     counter.inc();
-    timer.observe(reply.elapsedTime / 1000);
+    options.metrics.httpDuration.child(key, () => ({ route, method: request.method })).observe(reply.elapsedTime / 1000);
     done();
   });
 

@@ -1,10 +1,10 @@
-import { Counter, type CounterConfiguration, collectDefaultMetrics, Gauge, Histogram, type LabelValues, Registry } from 'prom-client';
+import { Counter, type CounterConfiguration, collectDefaultMetrics, Gauge, type LabelValues, type Metric, type MetricValueWithName, Registry } from 'prom-client';
 
 /** One Prometheus registry per service instance; no global state, so tests can build many apps. */
 export interface Metrics {
   registry: Registry;
   httpRequests: SummedCounter<'route' | 'method' | 'status'>;
-  httpDuration: Histogram<'route' | 'method'>;
+  httpDuration: SummedHistogram<'route' | 'method'>;
   mailSent: Counter;
   mailFailed: Counter;
   mailRetried: Counter;
@@ -25,7 +25,7 @@ export function createMetrics(prefix: string, withDefaults = true): Metrics {
       labelNames: ['route', 'method', 'status'],
       registers,
     }),
-    httpDuration: new Histogram({
+    httpDuration: new SummedHistogram({
       name: `${prefix}_http_request_duration_seconds`,
       help: 'Time from request received to response sent.',
       labelNames: ['route', 'method'],
@@ -112,5 +112,100 @@ export class SummedCounter<L extends string> {
       this.#children.set(key, found);
     }
     return found;
+  }
+}
+
+/** A histogram's observations for one set of label values, kept by {@link SummedHistogram}. */
+export interface HistogramChild {
+  /** Counts `value` in its bucket; a value that is not a finite number is ignored. */
+  observe(value: number): void;
+}
+
+class Buckets<L extends string> implements HistogramChild {
+  readonly labels: LabelValues<L>;
+  readonly #bounds: readonly number[];
+  /** Per bucket, the observations at most its bound and above the previous one; the last is +Inf. */
+  readonly counts: Float64Array;
+  sum = 0;
+  count = 0;
+  constructor(labels: LabelValues<L>, bounds: readonly number[]) {
+    this.labels = labels;
+    this.#bounds = bounds;
+    this.counts = new Float64Array(bounds.length + 1);
+  }
+  observe(value: number): void {
+    if (!Number.isFinite(value)) return;
+    const bounds = this.#bounds;
+    let i = 0;
+    while (i < bounds.length && value > bounds[i]!) i++;
+    this.counts[i]!++;
+    this.sum += value;
+    this.count++;
+  }
+}
+
+export interface SummedHistogramConfiguration<L extends string> {
+  name: string;
+  help: string;
+  labelNames?: readonly L[];
+  /** Upper bounds, ascending; +Inf is added. */
+  buckets: readonly number[];
+  registers: Registry[];
+}
+
+/**
+ * A labelled Prometheus histogram observed on hot paths: each set of label
+ * values gets a child, looked up by a key the caller builds, whose
+ * observations are counted in place (a bucket found by comparing, a sum and
+ * a count) and exposed as a histogram (`_bucket` with `le`, `_sum`,
+ * `_count`) when the registry is read. prom-client's own Histogram hashes
+ * and validates the label object of every observation, and the gateway
+ * observes three per call. It registers itself as a metric of each
+ * registry: prom-client formats it with the others.
+ */
+export class SummedHistogram<L extends string> {
+  readonly name: string;
+  readonly help: string;
+  readonly type = 'histogram' as const;
+  readonly aggregator = 'sum' as const;
+  readonly #bounds: readonly number[];
+  readonly #children = new Map<string, Buckets<L>>();
+
+  constructor(config: SummedHistogramConfiguration<L>) {
+    this.name = config.name;
+    this.help = config.help;
+    this.#bounds = [...config.buckets].sort((a, b) => a - b);
+    for (const registry of config.registers) registry.registerMetric(this as unknown as Metric);
+  }
+
+  /** The child found by `key`, which must identify its label values; made with `labels()` on first use. */
+  child(key: string, labels: () => LabelValues<L>): HistogramChild {
+    let found = this.#children.get(key);
+    if (found === undefined) {
+      found = new Buckets(labels(), this.#bounds);
+      this.#children.set(key, found);
+    }
+    return found;
+  }
+
+  /** What prom-client's registry reads: cumulative buckets, sum and count per label set (as its own Histogram gives them). */
+  async get(): Promise<{ name: string; help: string; type: 'histogram'; values: MetricValueWithName<string>[]; aggregator: 'sum' }> {
+    const values: MetricValueWithName<string>[] = [];
+    for (const child of this.#children.values()) {
+      let cumulative = 0;
+      for (let i = 0; i <= this.#bounds.length; i++) {
+        cumulative += child.counts[i]!;
+        const le = i < this.#bounds.length ? this.#bounds[i]! : '+Inf';
+        values.push({ labels: { le, ...child.labels }, value: cumulative, metricName: `${this.name}_bucket` });
+      }
+      values.push({ labels: { ...child.labels }, value: child.sum, metricName: `${this.name}_sum` });
+      values.push({ labels: { ...child.labels }, value: child.count, metricName: `${this.name}_count` });
+    }
+    return { name: this.name, help: this.help, type: this.type, values, aggregator: this.aggregator };
+  }
+
+  /** prom-client's registry.resetMetrics(): every count back to nothing. */
+  reset(): void {
+    this.#children.clear();
   }
 }
