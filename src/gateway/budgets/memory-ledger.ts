@@ -40,9 +40,15 @@ export class MemoryLedger implements BudgetLedger {
     this.#seed = seed;
   }
 
-  async reserve(counters: readonly CounterSpec[], estimate: Amounts, _now: number): Promise<ReserveOutcome> {
-    const cells = await this.#cellsFor(counters);
-    // From here to the return nothing awaits: no other call can slip in between the checks and the reservation.
+  reserve(counters: readonly CounterSpec[], estimate: Amounts, _now: number): Promise<ReserveOutcome> {
+    // Every cell seeded (all but a window's first calls): checked and reserved at once, with no await before it.
+    const cells = this.#seededCells(counters);
+    if (cells !== undefined) return Promise.resolve(this.#reserveIn(cells, counters, estimate));
+    return this.#cellsFor(counters).then((seeded) => this.#reserveIn(seeded, counters, estimate));
+  }
+
+  /** Check and reserve in one synchronous block: no other call can slip in between the checks and the reservation. */
+  #reserveIn(cells: Cell[], counters: readonly CounterSpec[], estimate: Amounts): ReserveOutcome {
     for (let i = 0; i < counters.length; i++) {
       const counter = counters[i]!;
       const cell = cells[i]!;
@@ -54,6 +60,17 @@ export class MemoryLedger implements BudgetLedger {
       cell.holders++;
     }
     return { ok: true, reservation: new MemoryReservation(cells, counters.map((c) => c.kind), estimate), states: cells.map(stateOf) };
+  }
+
+  /** The cells of these counters when every one is seeded already, else undefined. */
+  #seededCells(counters: readonly CounterSpec[]): Cell[] | undefined {
+    const cells: Cell[] = [];
+    for (const counter of counters) {
+      const cell = this.#cell(counter);
+      if (!cell.seeded) return undefined;
+      cells.push(cell);
+    }
+    return cells;
   }
 
   async read(counters: readonly CounterSpec[], _now: number): Promise<CounterState[]> {

@@ -19,7 +19,19 @@ export interface BudgetWindow {
 const MINUTE_MS = 60_000;
 const DAY_MS = 86_400_000;
 
+/** The last window made of each kind: every call of a minute, day or month asks for the same one. */
+const current: Partial<Record<LimitKind, BudgetWindow>> = {};
+
+/** The window of `kind` holding `now` (a shared object: callers only read it). */
 export function windowOf(kind: LimitKind, now: number): BudgetWindow {
+  const last = current[kind];
+  if (last !== undefined && now >= last.start && now < last.end) return last;
+  const made = makeWindow(kind, now);
+  current[kind] = made;
+  return made;
+}
+
+function makeWindow(kind: LimitKind, now: number): BudgetWindow {
   if (kind === 'requests') {
     const id = Math.floor(now / MINUTE_MS);
     return { id, start: id * MINUTE_MS, end: (id + 1) * MINUTE_MS };
