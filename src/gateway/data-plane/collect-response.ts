@@ -92,10 +92,9 @@ class CollectHandler implements Dispatcher.DispatchHandler {
   onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
     this.#statusCode = statusCode;
     this.#headers = headers;
-    if (statusCode < 200 || statusCode >= 300) {
-      this.#limit = this.#options.errorBytes;
-      this.#truncate = true;
-    }
+    // Set on every call: an informational (1xx) head, if one is passed on, is followed by the real one.
+    this.#truncate = statusCode < 200 || statusCode >= 300;
+    this.#limit = this.#truncate ? this.#options.errorBytes : this.#options.maxBytes;
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {

@@ -1,5 +1,27 @@
 import { Worker } from 'node:worker_threads';
 
+/**
+ * The thread that writes the usage writer's batches when the gateway's
+ * database is a SQLite file (usage-thread-worker.ts): a second write
+ * connection to the same file, so that inserting the records, their
+ * indexes and rollups, and committing them (about a fifth of the CPU a
+ * call cost the event loop: 224 against 176 µs measured here) happens off
+ * the thread that answers calls. On that thread each statement ran
+ * synchronously and stood every call in flight still for up to a
+ * millisecond and a half.
+ *
+ * Records cross as their JSON, which the usage writer made once for the
+ * journal as well, one string per batch: copying a string is a memory
+ * copy, where structured cloning the row objects cost about 2.4 µs a row
+ * on the event loop (a batch of 450 at once stood every call in flight
+ * still for a millisecond; sent in parts of 64 rows, one per turn, it
+ * still moved the p99 at 10 connections by about 2 ms against the floor,
+ * +2.48 ms against +0.57 with strings).
+ *
+ * Started on the first batch, so an idle gateway pays nothing for it;
+ * started again on the next batch if it ever dies (the batch it held fails
+ * and the writer retries it). `close` ends it; the writer calls it last.
+ */
 export class UsageThread {
   readonly #path: string;
   #worker: Worker | undefined;
