@@ -1,5 +1,5 @@
 import { type ChildServer, startServer } from '../lib/children.ts';
-import { cpuWindow, waitUntilIdle } from '../lib/cpu.ts';
+import { cpuWindow, mainThreadCpuSeconds, waitUntilIdle } from '../lib/cpu.ts';
 import { call, fmt, log } from '../lib/format.ts';
 import { type RunningTarget, TARGETS, type Target, type Upstream } from '../lib/gateway-targets.ts';
 import { load, percentile, problems } from '../lib/load.ts';
@@ -79,6 +79,8 @@ interface Measured {
   ok: number;
   seconds: number;
   cpuSeconds: number;
+  /** The main thread's share of cpuSeconds (the event loop that answers calls; the rest is V8's helpers and the target's other threads). */
+  mainCpuSeconds: number;
   trouble: string[];
   /** after: once the process is idle after MEMORY_REQUESTS (in a row, for the flatness check); after2: after as many again (flat: no growth between them). */
   rss: { idle: number; load: number; after: number; afterRequests: number; after2: number; after2Requests: number; afterGc?: number; after2Gc?: number };
@@ -148,6 +150,7 @@ export async function gatewayComparison() {
     ok: 0,
     seconds: 0,
     cpuSeconds: 0,
+    mainCpuSeconds: 0,
     trouble: [],
     rss: { idle: Number.NaN, load: 0, after: Number.NaN, afterRequests: 0, after2: Number.NaN, after2Requests: 0 },
     latencies: [],
@@ -171,6 +174,7 @@ export async function gatewayComparison() {
         const m = results[i]!;
         if (!t) continue;
         const cpu = cpuWindow(t.pid);
+        const mainBefore = mainThreadCpuSeconds(t.pid);
         const peak = rssPeak(t.pid);
         const { result } = await load({ ...options(t), connections: THROUGHPUT_CONNECTIONS, duration: SLICE_S });
         const shares = cpu();
@@ -179,6 +183,7 @@ export async function gatewayComparison() {
         m.ok += result['2xx'];
         m.seconds += result.duration;
         m.cpuSeconds += shares.server * result.duration;
+        m.mainCpuSeconds += mainThreadCpuSeconds(t.pid) - mainBefore;
         const trouble = problems(result);
         if (trouble) m.trouble.push(trouble);
       }
@@ -324,6 +329,10 @@ function report(results: Measured[], idleNode: { js: number; ts: number }) {
       `RSS from /proc/<pid>/status: idle after start, peak during the throughput slices, and once the process is idle after ${MEMORY_REQUESTS / 1000}k requests (for this gateway and the floor, after ${MEMORY_REQUESTS / 1000}k in a row, then after as many again). The direct figures are the fake provider's own; it also served every other target. ` +
       `An idle Node ${process.version} process here: ${mib(idleNode.js)} MiB as JavaScript (Portkey), ${mib(idleNode.ts)} MiB as TypeScript (the fake, the floor; type stripping loads a transpiler).`,
   );
+  const threads = results
+    .filter((m) => m.ok > 0 && m.target.name !== base!.target.name && Number.isFinite(m.mainCpuSeconds))
+    .map((m) => `${m.target.name} ${fmt((m.mainCpuSeconds * 1e6) / m.ok, 0)} of ${fmt((m.cpuSeconds * 1e6) / m.ok, 0)} µs`);
+  if (threads.length) details.push(`CPU per call on the main thread (the event loop that answers calls) of all the process's, in the throughput slices: ${threads.join('; ')}.`);
   const cold = results
     .filter((m) => m.coldLatencies.length > 0)
     .map((m) => {
@@ -332,7 +341,7 @@ function report(results: Measured[], idleNode: { js: number; ts: number }) {
     });
   if (cold.length) details.push(`Latency in the first ${COLD_S} s under load of a fresh process (start-up; part of the warm-up, not judged), ${LATENCY_CONNECTIONS} connections, 20 ms upstream: ${cold.join('; ')}.`);
   if (base!.trouble.length) details.push(`direct: not 2xx: ${base!.trouble.join('; ')}.`);
-  const raw = Object.fromEntries(results.map((m) => [m.target.name, { ...summarize(m), rss: m.rss, sent: m.sent, broken: m.broken, streamFailures: m.streamFailures, notes: m.notes }]));
+  const raw = Object.fromEntries(results.map((m) => [m.target.name, { ...summarize(m), mainCpuUs: (m.mainCpuSeconds * 1e6) / m.ok, rss: m.rss, sent: m.sent, broken: m.broken, streamFailures: m.streamFailures, notes: m.notes }]));
   return { rows: rows.map((r) => ({ id: '5', ...r })), details, raw: { gateway: { targets: raw, idleNode } } };
 }
 

@@ -19,6 +19,20 @@ export function processCpuSeconds(pid: number): number {
   }
 }
 
+/**
+ * utime + stime of a process's main thread alone (its first thread, whose id is the pid: the event loop of a Node
+ * process), in seconds; NaN off Linux.
+ */
+export function mainThreadCpuSeconds(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / TICK;
+  } catch {
+    return Number.NaN;
+  }
+}
+
 /** Busy and stolen CPU of the whole machine, in seconds (first line of /proc/stat). */
 function machineCpuSeconds(): { busy: number; steal: number } {
   try {
