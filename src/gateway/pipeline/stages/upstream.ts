@@ -132,17 +132,21 @@ function attemptOnce(settings: UpstreamSettings) {
     };
     const outgoing = target.adapter.chatRequest(call.body, ctx);
     const pool = settings.pools.get(target.baseUrl);
+    // What both ways of calling send: non-streamed answers are collected whole, streams keep request()'s body stream.
+    const sent = {
+      path: outgoing.path,
+      headers: outgoing.headers,
+      body: outgoing.body,
+      signal: call.signal,
+      headersTimeout: settings.firstByteTimeoutMs,
+      bodyTimeout: settings.idleTimeoutMs,
+    };
     const sentAt = performance.now();
     if (!call.stream) {
       let answer: Collected;
       try {
         answer = await collectResponse(pool, {
-          path: outgoing.path,
-          headers: outgoing.headers,
-          body: outgoing.body,
-          signal: call.signal,
-          headersTimeout: settings.firstByteTimeoutMs,
-          bodyTimeout: settings.idleTimeoutMs,
+          ...sent,
           maxBytes: settings.maxResponseBytes,
           errorBytes: ERROR_BODY_LIMIT,
           tooLarge: () => tooLarge(settings.maxResponseBytes),
@@ -162,15 +166,7 @@ function attemptOnce(settings: UpstreamSettings) {
     }
     let response: Dispatcher.ResponseData;
     try {
-      response = await pool.request({
-        method: 'POST',
-        path: outgoing.path,
-        headers: outgoing.headers,
-        body: outgoing.body,
-        signal: call.signal,
-        headersTimeout: settings.firstByteTimeoutMs,
-        bodyTimeout: settings.idleTimeoutMs,
-      });
+      response = await pool.request({ ...sent, method: 'POST' });
     } catch (err) {
       call.upstreamMs += performance.now() - sentAt;
       throw transportError(target, err, call.signal);
