@@ -106,6 +106,27 @@ for (const kind of DB_KINDS) {
       });
     }
 
+    test('records arriving while a full batch is written wait for the next full batch or the timer, not a batch of their own', async () => {
+      const writer = new UsageWriter({ db: g.db, log, flushMs: 60_000, batchSize: 3 });
+      const ids = [40_001, 40_002, 40_003, 40_004, 40_005, 40_006, 40_007];
+      const stored = async () =>
+        (await g.db.selectFrom('usage_records').select('request_id').where('request_id', 'in', ids.map((i) => `req-${i}`)).execute()).length;
+      const early = (i: number) => row(i, { created_at: 1_500_000_000_000 + i }); // apart from the other tests' time ranges
+      for (const i of ids.slice(0, 3)) writer.record(early(i)); // full: its write starts at once
+      writer.record(early(ids[3]!)); // arrives while that batch is written
+      for (let i = 0; i < 200 && (await stored()) < 3; i++) await new Promise((r) => setTimeout(r, 5));
+      for (let i = 0; i < 10; i++) await new Promise((r) => setImmediate(r));
+      assert.equal(await stored(), 3, 'the full batch only');
+      assert.equal(writer.queued, 1, 'the latecomer waits');
+      for (const i of ids.slice(4)) writer.record(early(i)); // the next full batch: 4 queued, 3 written
+      for (let i = 0; i < 200 && (await stored()) < 6; i++) await new Promise((r) => setTimeout(r, 5));
+      for (let i = 0; i < 10; i++) await new Promise((r) => setImmediate(r));
+      assert.equal(await stored(), 6);
+      assert.equal(writer.queued, 1);
+      await writer.close();
+      assert.equal(await stored(), 7, 'close writes the rest');
+    });
+
     test('the timer writes a partial batch', async () => {
       const writer = new UsageWriter({ db: g.db, log, flushMs: 20, batchSize: 1000 });
       writer.record(row(10));

@@ -19,6 +19,11 @@ const TRANSACTION_RECORDS = 128;
 
 const { path } = workerData as { path: string };
 const writer = new SqliteWriter(path, { checkpoints: false });
+// The multi-row inserts and upserts of a batch may fail halfway inside its transaction, so each keeps the pages it
+// changes in a statement journal (to undo just that statement). By default a journal past 64 KiB goes to a temporary
+// file, a write system call per page: about a sixth of this thread's CPU per record (21.8 against 17.5 µs, measured on
+// batches of 128 records). In memory it is a copy of each page the statement changes, freed when the statement ends.
+writer.connection.exec('PRAGMA temp_store = MEMORY');
 const db = new Kysely<GatewayTables>({ dialect: nodeSqliteDialect(writer) });
 const port = parentPort!;
 
