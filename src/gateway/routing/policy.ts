@@ -86,7 +86,7 @@ export class RoutingPolicy {
 
   /** The cheapest candidate for `tier` that takes the request (unpriced models last, in listed order). */
   cheapest(tier: Tier, fit: PromptFit, except?: string): RouteModel | undefined {
-    return rank(this.candidates(tier).filter((m) => m.ref !== except && usable(m, fit)), fit)[0];
+    return cheapestOf(this.candidates(tier), fit, (m) => m.ref !== except && usable(m, fit));
   }
 
   /**
@@ -97,7 +97,7 @@ export class RoutingPolicy {
   baseline(fit: PromptFit): RouteModel | undefined {
     if (this.#settings.baseline) return this.resolve(this.#settings.baseline);
     for (const tier of [3, 2, 1] as const) {
-      const top = rank(this.candidates(tier).filter((m) => m.tier === tier && m.entry !== undefined), fit)[0];
+      const top = cheapestOf(this.candidates(tier), fit, (m) => m.tier === tier && m.entry !== undefined);
       if (top) return top;
     }
     return undefined;
@@ -122,15 +122,21 @@ export class RoutingPolicy {
       return out;
     }
     if (this.#settings.default_fallbacks === false || defaultLength === 0 || chosen.tier === undefined) return [];
-    const ranked = rank(
-      this.candidates(chosen.tier).filter((m) => m.ref !== chosen.ref && m.entry !== undefined && usable(m, fit)),
-      fit,
-    );
-    const others = ranked.filter((m) => m.provider.id !== chosen.provider.id);
-    const seen = new Set<string>();
-    const firstPerProvider = others.filter((m) => !seen.has(m.provider.id) && seen.add(m.provider.id));
-    const rest = ranked.filter((m) => !firstPerProvider.includes(m));
-    return [...firstPerProvider, ...rest].slice(0, defaultLength);
+    const ranked = rank(this.candidates(chosen.tier), fit, (m) => m.ref !== chosen.ref && m.entry !== undefined && usable(m, fit));
+    // First the cheapest model of each other provider, then the rest, cheapest first: at most defaultLength.
+    const out: RouteModel[] = [];
+    const providers: string[] = [];
+    for (const m of ranked) {
+      if (out.length === defaultLength) return out;
+      if (m.provider.id === chosen.provider.id || providers.includes(m.provider.id)) continue;
+      providers.push(m.provider.id);
+      out.push(m);
+    }
+    for (const m of ranked) {
+      if (out.length === defaultLength) break;
+      if (!out.includes(m)) out.push(m);
+    }
+    return out;
   }
 
   #listedTier(ref: string): Tier | undefined {
@@ -142,11 +148,38 @@ export class RoutingPolicy {
 
 const usable = (m: RouteModel, fit: PromptFit) => fit.accepts(m.provider, m.entry) && fit.fits(m.entry);
 
-/** Cheapest first by the request's estimated cost; ties to the lower tier; unpriced models last, in order. */
-function rank(models: RouteModel[], fit: PromptFit): RouteModel[] {
-  const cost = (m: RouteModel) => fit.estimate(m.entry) ?? Number.POSITIVE_INFINITY;
-  return models
-    .map((m, i) => ({ m, i, c: cost(m) }))
-    .sort((a, b) => a.c - b.c || (a.m.tier ?? 9) - (b.m.tier ?? 9) || a.i - b.i)
-    .map((x) => x.m);
+/**
+ * The models `keep` accepts, cheapest first by the request's estimated cost;
+ * ties to the lower tier, then in listed order; unpriced models last, in
+ * order. An insertion sort, each cost computed once: a tier lists a dozen
+ * models or so, and this runs on every routed call.
+ */
+function rank(models: readonly RouteModel[], fit: PromptFit, keep: (m: RouteModel) => boolean): RouteModel[] {
+  const out: RouteModel[] = [];
+  const costs: number[] = [];
+  for (const m of models) {
+    if (!keep(m)) continue;
+    const cost = fit.estimate(m.entry) ?? Number.POSITIVE_INFINITY;
+    const tier = m.tier ?? 9;
+    let at = out.length;
+    while (at > 0 && (costs[at - 1]! > cost || (costs[at - 1] === cost && (out[at - 1]!.tier ?? 9) > tier))) at--;
+    out.splice(at, 0, m);
+    costs.splice(at, 0, cost);
+  }
+  return out;
+}
+
+/** The first model of {@link rank}'s order, without ordering the others. */
+function cheapestOf(models: readonly RouteModel[], fit: PromptFit, keep: (m: RouteModel) => boolean): RouteModel | undefined {
+  let best: RouteModel | undefined;
+  let bestCost = Number.POSITIVE_INFINITY;
+  for (const m of models) {
+    if (!keep(m)) continue;
+    const cost = fit.estimate(m.entry) ?? Number.POSITIVE_INFINITY;
+    if (best === undefined || cost < bestCost || (cost === bestCost && (m.tier ?? 9) < (best.tier ?? 9))) {
+      best = m;
+      bestCost = cost;
+    }
+  }
+  return best;
 }

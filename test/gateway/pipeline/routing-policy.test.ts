@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import fc from 'fast-check';
 import { HttpProblem } from '../../../src/platform/errors.ts';
 import { ManualClock } from '../../../src/platform/clock.ts';
 import { loadGatewayConfig } from '../../../src/gateway/config.ts';
 import type { ChatRequest } from '../../../src/gateway/providers/types.ts';
 import { chooseRoute } from '../../../src/gateway/routing/choose-route.ts';
 import { CircuitBreakers } from '../../../src/gateway/routing/circuit-breaker.ts';
-import { RoutingPolicy } from '../../../src/gateway/routing/policy.ts';
+import { type RouteModel, RoutingPolicy } from '../../../src/gateway/routing/policy.ts';
 import { PromptFit } from '../../../src/gateway/routing/prompt-fit.ts';
 import { promptShape } from '../../../src/gateway/routing/prompt-shape.ts';
 import { planAfterFailure, retryDelayMs } from '../../../src/gateway/routing/retry.ts';
@@ -84,6 +85,59 @@ describe('routing policy (pure)', () => {
     assert.deepEqual(d, ['anthropic/claude-3-5-haiku-latest', 'openai/gpt-5-nano']);
     assert.deepEqual(policy({ default_fallbacks: false }).fallbacks(policy().resolve('openai/gpt-4o-mini')!, 'x', easy, 2), []);
     assert.deepEqual(policy({ fallbacks: { auto: [] } }).fallbacks(policy().resolve('openai/gpt-5-nano')!, 'auto', easy, 2), [], 'an empty chain means none');
+  });
+
+  test('default fallbacks, the cheapest fit and the baseline rank models as a full sort by estimated cost would (property)', () => {
+    // The order before the ranking was written as an insertion sort: every candidate priced, sorted by cost, then tier,
+    // then listed order; the default chain takes each other provider's cheapest first, then the rest.
+    const sorted = (models: RouteModel[], fit: PromptFit) =>
+      models
+        .map((m, i) => ({ m, i, c: fit.estimate(m.entry) ?? Number.POSITIVE_INFINITY }))
+        .sort((a, b) => a.c - b.c || (a.m.tier ?? 9) - (b.m.tier ?? 9) || a.i - b.i)
+        .map((x) => x.m);
+    const usable = (m: RouteModel, fit: PromptFit) => fit.accepts(m.provider, m.entry) && fit.fits(m.entry);
+    const keyedSets = [both, new Set(['openai']), new Set(['anthropic']), new Set(['openai', 'anthropic', 'google'])];
+    fc.assert(
+      fc.property(
+        fc.record({
+          keyed: fc.integer({ min: 0, max: keyedSets.length - 1 }),
+          chars: fc.integer({ min: 1, max: 20_000 }),
+          maxTokens: fc.option(fc.integer({ min: 1, max: 200_000 }), { nil: undefined }),
+          image: fc.boolean(),
+          json: fc.boolean(),
+          n: fc.integer({ min: 1, max: 3 }),
+          tier: fc.constantFrom(1, 2, 3),
+          pick: fc.nat(),
+          length: fc.integer({ min: 0, max: 5 }),
+        }),
+        (c) => {
+          const p = policy({}, keyedSets[c.keyed]!);
+          const content: unknown = c.image
+            ? [{ type: 'text', text: 'x'.repeat(c.chars) }, { type: 'image_url', image_url: { url: 'https://example.com/a.png' } }]
+            : 'x'.repeat(c.chars);
+          const fit = fitOf({
+            messages: [{ role: 'user', content }] as ChatRequest['messages'],
+            n: c.n,
+            ...(c.maxTokens === undefined ? {} : { max_tokens: c.maxTokens }),
+            ...(c.json ? { response_format: { type: 'json_object' } } : {}),
+          });
+          const candidates = p.candidates(c.tier as 1 | 2 | 3);
+          if (candidates.length === 0) return;
+          const chosen = candidates[c.pick % candidates.length]!;
+          const pool = chosen.tier === undefined ? [] : p.candidates(chosen.tier);
+          const ranked = sorted(pool.filter((m) => m.ref !== chosen.ref && m.entry !== undefined && usable(m, fit)), fit);
+          const seen = new Set<string>();
+          const first = ranked.filter((m) => m.provider.id !== chosen.provider.id && !seen.has(m.provider.id) && seen.add(m.provider.id));
+          const expected = [...first, ...ranked.filter((m) => !first.includes(m))].slice(0, c.length);
+          const got = chosen.tier === undefined || c.length === 0 ? [] : expected;
+          assert.deepEqual(p.fallbacks(chosen, chosen.ref, fit, c.length).map((m) => m.ref), got.map((m) => m.ref));
+          assert.equal(p.cheapest(c.tier as 1 | 2 | 3, fit)?.ref, sorted(candidates.filter((m) => usable(m, fit)), fit)[0]?.ref);
+          const top = ([3, 2, 1] as const).map((t) => sorted(p.candidates(t).filter((m) => m.tier === t && m.entry !== undefined), fit)[0]).find(Boolean);
+          assert.equal(p.baseline(fit)?.ref, top?.ref);
+        },
+      ),
+      { numRuns: 300 },
+    );
   });
 
   test("auto's baseline: the tenant's, else the cheapest model of the highest tier", () => {
