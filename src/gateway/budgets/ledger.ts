@@ -32,8 +32,8 @@ export interface CounterState {
 export type Amounts = Record<LimitKind, number>;
 
 export interface Reservation {
-  /** Releases the estimate and counts what the call really spent (in the window it was reserved in). Never throws. */
-  settle(actual: Amounts): Promise<void>;
+  /** Releases the estimate and counts what the call really spent (in the window it was reserved in). Never throws (nor rejects). */
+  settle(actual: Amounts): void | Promise<void>;
 }
 
 export type ReserveOutcome =
@@ -41,7 +41,8 @@ export type ReserveOutcome =
   | { ok: false; /** The first counter without room. */ counter: CounterSpec; state: CounterState };
 
 export interface BudgetLedger {
-  reserve(counters: readonly CounterSpec[], estimate: Amounts, now: number): Promise<ReserveOutcome>;
+  /** The outcome at once where the ledger can tell without waiting (in memory, every counter seeded), else a promise of it. */
+  reserve(counters: readonly CounterSpec[], estimate: Amounts, now: number): ReserveOutcome | Promise<ReserveOutcome>;
   /** The counters' states (seeded first if need be), for the usage API. */
   read(counters: readonly CounterSpec[], now: number): Promise<CounterState[]>;
 }

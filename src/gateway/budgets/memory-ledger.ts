@@ -40,10 +40,10 @@ export class MemoryLedger implements BudgetLedger {
     this.#seed = seed;
   }
 
-  reserve(counters: readonly CounterSpec[], estimate: Amounts, _now: number): Promise<ReserveOutcome> {
-    // Every cell seeded (all but a window's first calls): checked and reserved at once, with no await before it.
+  reserve(counters: readonly CounterSpec[], estimate: Amounts, _now: number): ReserveOutcome | Promise<ReserveOutcome> {
+    // Every cell seeded (all but a window's first calls): checked and reserved at once, no promise made.
     const cells = this.#seededCells(counters);
-    if (cells !== undefined) return Promise.resolve(this.#reserveIn(cells, counters, estimate));
+    if (cells !== undefined) return this.#reserveIn(cells, counters, estimate);
     return this.#cellsFor(counters).then((seeded) => this.#reserveIn(seeded, counters, estimate));
   }
 
@@ -126,7 +126,7 @@ class MemoryReservation implements Reservation {
     this.#estimate = estimate;
   }
 
-  async settle(actual: Amounts): Promise<void> {
+  settle(actual: Amounts): void {
     if (this.#settled) return;
     this.#settled = true;
     for (let i = 0; i < this.#cells.length; i++) {

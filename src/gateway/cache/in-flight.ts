@@ -59,14 +59,14 @@ export class InFlight {
   #count = 0;
   readonly #remote: RemoteFlights | undefined;
   readonly #log: Logger;
-  readonly #store: (owner: FlightOwner, flight: Flight) => Promise<void>;
+  readonly #store: (owner: FlightOwner, flight: Flight) => void | Promise<void>;
   readonly #fromStore: (call: Call) => Promise<boolean>;
 
   constructor(options: {
     remote: RemoteFlights | undefined;
     log: Logger;
     /** Keeps a flight's complete answer. */
-    store: (owner: FlightOwner, flight: Flight) => Promise<void>;
+    store: (owner: FlightOwner, flight: Flight) => void | Promise<void>;
     /** Answers `call` from the store if the answer is there now (true), for a client whose leader replica was lost. */
     fromStore: (call: Call) => Promise<boolean>;
   }) {
@@ -272,12 +272,20 @@ export class InFlight {
     }
     // Until the answer is stored, identical requests still join the finished flight (then the cache answers
     // them); the Redis lock too is released only then, so that no replica finds neither.
-    this.#store(owner, flight)
-      .catch((err: Error) => this.#log.warn({ err: err.message }, 'cache: storing an answer failed'))
-      .finally(() => {
-        this.#drop(flight);
-        flight.release?.();
-      });
+    const failed = (err: Error) => this.#log.warn({ err: err.message }, 'cache: storing an answer failed');
+    const done = () => {
+      this.#drop(flight);
+      flight.release?.();
+    };
+    let stored: void | Promise<void> = undefined;
+    try {
+      stored = this.#store(owner, flight);
+    } catch (err) {
+      failed(err as Error);
+    }
+    // The memory store keeps it at once; Redis answers later.
+    if (stored instanceof Promise) stored.catch(failed).finally(done);
+    else done();
   }
 
   #drop(flight: Flight): void {

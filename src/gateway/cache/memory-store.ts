@@ -74,7 +74,7 @@ export class MemoryAnswerStore implements AnswerStore {
     return this.#index.size;
   }
 
-  async get(_tenantId: string, key: string): Promise<CachedAnswer | undefined> {
+  get(_tenantId: string, key: string): CachedAnswer | undefined {
     const ring = this.#ring;
     const slot = slotOf(key);
     const at = this.#index.get(slot);
@@ -89,7 +89,7 @@ export class MemoryAnswerStore implements AnswerStore {
     return decode(ring, at, keyBytes);
   }
 
-  async set(_tenantId: string, key: string, answer: CachedAnswer, ttlMs: number, maxEntryBytes = this.#maxEntryBytes): Promise<void> {
+  set(_tenantId: string, key: string, answer: CachedAnswer, ttlMs: number, maxEntryBytes = this.#maxEntryBytes): void {
     const { completion, chunks, ...fields } = answer;
     const meta = JSON.stringify(fields satisfies Meta);
     const keyBytes = Buffer.byteLength(key);

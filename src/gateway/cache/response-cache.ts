@@ -73,15 +73,20 @@ export class ResponseCache {
    * tenant's TTL now is a miss even if its store still has it (the TTL was
    * lowered since). A store that fails (Redis away) is a miss, logged.
    */
-  async lookup(tenantId: string, key: string, ttlMs: number): Promise<CachedAnswer | undefined> {
-    let answer: CachedAnswer | undefined;
-    try {
-      answer = await this.store.get(tenantId, key);
-    } catch (err) {
+  lookup(tenantId: string, key: string, ttlMs: number): CachedAnswer | undefined | Promise<CachedAnswer | undefined> {
+    const missed = (err: unknown) => {
       this.#log.warn({ err: (err as Error).message }, 'cache: reading the store failed; answering as a miss');
       return undefined;
+    };
+    const live = (answer: CachedAnswer | undefined) => (answer && this.#clock.now() - answer.createdAt < ttlMs ? answer : undefined);
+    let found: CachedAnswer | undefined | Promise<CachedAnswer | undefined>;
+    try {
+      found = this.store.get(tenantId, key);
+    } catch (err) {
+      return missed(err);
     }
-    return answer && this.#clock.now() - answer.createdAt < ttlMs ? answer : undefined;
+    // The memory store answers at once: no promise to make and wait for.
+    return found instanceof Promise ? found.then(live, missed) : live(found);
   }
 
   /** Answers a call with a stored answer (a hit): replayed in the shape asked for, nothing billed, its age told. */
@@ -97,7 +102,7 @@ export class ResponseCache {
   }
 
   /** A flight's complete answer, stored for the tenant's TTL (only successful, complete answers reach here). */
-  async #keep(owner: FlightOwner, flight: Flight): Promise<void> {
+  #keep(owner: FlightOwner, flight: Flight): void | Promise<void> {
     const policy = this.policy(owner.tenant);
     const outcome = flight.outcome;
     if (!policy.enabled || !outcome || owner.noCache) return;
@@ -110,6 +115,6 @@ export class ResponseCache {
       costUsd: outcome.costUsd,
       ...flight.answer(),
     };
-    await this.store.set(owner.tenant.tenantId, flight.key, answer, policy.ttlMs, policy.maxEntryBytes);
+    return this.store.set(owner.tenant.tenantId, flight.key, answer, policy.ttlMs, policy.maxEntryBytes);
   }
 }

@@ -75,7 +75,8 @@ export async function dataPlaneRoutes(app: App, deps: DataPlaneRouteDeps): Promi
     '/chat/completions',
     { bodyLimit: deps.bodyLimit, schema: { summary: 'OpenAI-compatible chat completions, streamed or not', body: ChatBody } },
     async (request, reply) => {
-      const tenant = await tenantOf(request.principal.tenantId);
+      // The tenant's context is almost always cached: taken at once, without an async call to await.
+      const tenant = deps.tenants.peek(request.principal.tenantId) ?? (await tenantOf(request.principal.tenantId));
       const call = newCall(request, reply, tenant, deps.clock, gatewayHeaders);
       try {
         await deps.run(call);

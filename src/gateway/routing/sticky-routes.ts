@@ -14,7 +14,8 @@ export interface StickyRoute {
  * read and write renews the entry's time to live.
  */
 export interface StickyRoutes {
-  get(key: string, ttlMs: number): Promise<StickyRoute | undefined>;
+  /** At once in memory, a promise from Redis (a promise made only to be awaited cost every routed call). */
+  get(key: string, ttlMs: number): StickyRoute | undefined | Promise<StickyRoute | undefined>;
   /** Stores `route` unless the session already holds a higher tier; returns what the session holds afterwards. */
   raise(key: string, route: StickyRoute, ttlMs: number): Promise<StickyRoute>;
 }
@@ -42,7 +43,7 @@ class MemoryStickyRoutes implements StickyRoutes {
     this.#clock = clock;
   }
 
-  async get(key: string, ttlMs: number): Promise<StickyRoute | undefined> {
+  get(key: string, ttlMs: number): StickyRoute | undefined {
     const entry = this.#entries.get(key);
     if (entry === undefined) return undefined;
     this.#entries.delete(key);
@@ -52,7 +53,7 @@ class MemoryStickyRoutes implements StickyRoutes {
   }
 
   async raise(key: string, route: StickyRoute, ttlMs: number): Promise<StickyRoute> {
-    const held = await this.get(key, ttlMs);
+    const held = this.get(key, ttlMs);
     if (held !== undefined && held.tier > route.tier) return held;
     this.#entries.delete(key);
     this.#put(key, route, ttlMs);

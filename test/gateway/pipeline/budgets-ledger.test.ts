@@ -37,7 +37,7 @@ describe('the in-process ledger', () => {
       return counter.kind === 'usd' ? 0.5 : 400;
     });
     const counters = countersFor('t1', 'k1', undefined, { usd_per_month: 1 }, NOW);
-    await assert.rejects(ledger.reserve(counters, estimate(0.1), NOW), /database away/);
+    await assert.rejects(async () => ledger.reserve(counters, estimate(0.1), NOW), /database away/);
     const outcomes = await Promise.all(Array.from({ length: 10 }, () => ledger.reserve(counters, estimate(0.1), NOW)));
     assert.equal(loads, 2, 'one failed load, then one for all ten calls');
     assert.equal(outcomes.filter((o) => o.ok).length, 5, 'half the budget was spent before');

@@ -44,7 +44,8 @@ export function budgetStage(settings: BudgetStageSettings): Stage {
     const now = settings.clock.now();
     const counters = countersFor(call.principal.tenantId, call.principal.keyId, keyLimits, tenantLimits, now);
     const estimate = estimateCall(call, settings.defaultOutputTokens, counters.some((c) => c.kind !== 'requests'));
-    const outcome = await settings.ledger.reserve(counters, estimate, now);
+    const reserved = settings.ledger.reserve(counters, estimate, now);
+    const outcome = reserved instanceof Promise ? await reserved : reserved;
     if (!outcome.ok) {
       refusals.inc({ scope: outcome.counter.scope, limit: LIMIT_FIELD[outcome.counter.kind] });
       throw limitExceeded(outcome.counter, outcome.state, estimate[outcome.counter.kind], now);

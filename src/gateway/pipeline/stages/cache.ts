@@ -1,4 +1,5 @@
 import { cacheKey } from '../../cache/cache-key.ts';
+import type { CachedAnswer } from '../../cache/cached-answer.ts';
 import type { ResponseCache } from '../../cache/response-cache.ts';
 import type { Stage } from '../call.ts';
 
@@ -11,18 +12,33 @@ import type { Stage } from '../call.ts';
  * settings.cache.enabled false, bypass both reading and writing.
  */
 export function cacheStage(cache: ResponseCache): Stage {
-  return async function answerFromCache(call, next) {
+  // Not an async function: a miss from the memory store goes on with no promise of this stage's own.
+  return function answerFromCache(call, next) {
     const target = call.target;
     if (call.noCache || !target) return next();
-    const policy = cache.policy(call.tenant);
-    if (!policy.enabled) return next();
-    const key = cacheKey(call.tenant.tenantId, `${target.provider.id}/${target.model}`, call.body);
-    call.cacheKey = key;
-    const answer = await cache.lookup(call.tenant.tenantId, key, policy.ttlMs);
-    if (!answer) {
-      call.cacheStatus = 'miss';
-      return next();
+    let found: CachedAnswer | undefined | Promise<CachedAnswer | undefined>;
+    try {
+      const policy = cache.policy(call.tenant);
+      if (!policy.enabled) return next();
+      const key = cacheKey(call.tenant.tenantId, `${target.provider.id}/${target.model}`, call.body);
+      call.cacheKey = key;
+      found = cache.lookup(call.tenant.tenantId, key, policy.ttlMs);
+    } catch (err) {
+      return Promise.reject(err);
     }
-    cache.answer(call, answer);
+    const answerOrGoOn = (answer: CachedAnswer | undefined): Promise<void> => {
+      if (!answer) {
+        call.cacheStatus = 'miss';
+        return next();
+      }
+      cache.answer(call, answer);
+      return Promise.resolve();
+    };
+    if (found instanceof Promise) return found.then(answerOrGoOn);
+    try {
+      return answerOrGoOn(found);
+    } catch (err) {
+      return Promise.reject(err);
+    }
   };
 }

@@ -17,21 +17,30 @@ import type { Call, Stage } from '../call.ts';
  */
 export function compactionStage(gatewayDefault: CompactMode): Stage {
   const counter = new PromptTokenCounter();
-  return async function compactPrompt(call, next) {
-    const mode = modeOf(call, gatewayDefault);
-    if (mode.kind === 'off') return next();
-    const body = call.body;
-    const compacted = compactMessages(body.messages as Message[], body.tools, mode, counter);
-    if (compacted.unmet !== undefined && mode.kind === 'budget') throw budgetUnreachable(mode.tokens, compacted.unmet);
+  // Not an async function: a call that compaction leaves as it is (most) goes on with no promise of this stage's own.
+  return function compactPrompt(call, next) {
+    let compacted: ReturnType<typeof compactMessages>;
+    try {
+      const mode = modeOf(call, gatewayDefault);
+      if (mode.kind === 'off') return next();
+      compacted = compactMessages(call.body.messages as Message[], call.body.tools, mode, counter);
+      if (compacted.unmet !== undefined && mode.kind === 'budget') throw budgetUnreachable(mode.tokens, compacted.unmet);
+    } catch (err) {
+      return Promise.reject(err);
+    }
     if (compacted.applied.length === 0) return next();
-    call.body = { ...body, messages: compacted.messages };
-    call.compaction = compacted.applied.join(',');
-    call.compactionSavedTokens = compacted.savedTokens;
-    call.tokensSaved += compacted.savedTokens;
-    await next();
-    const inputPerMillion = call.target?.entry?.input ?? 0;
-    call.saved.compaction = (compacted.savedTokens * inputPerMillion) / 1e6;
+    return compactedCall(call, next, compacted);
   };
+}
+
+async function compactedCall(call: Call, next: () => Promise<void>, compacted: ReturnType<typeof compactMessages>): Promise<void> {
+  call.body = { ...call.body, messages: compacted.messages };
+  call.compaction = compacted.applied.join(',');
+  call.compactionSavedTokens = compacted.savedTokens;
+  call.tokensSaved += compacted.savedTokens;
+  await next();
+  const inputPerMillion = call.target?.entry?.input ?? 0;
+  call.saved.compaction = (compacted.savedTokens * inputPerMillion) / 1e6;
 }
 
 function modeOf(call: Call, gatewayDefault: CompactMode): CompactMode {

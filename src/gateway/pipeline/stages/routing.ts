@@ -56,7 +56,8 @@ export function routingStage(deps: RoutingStageDeps): Stage {
     if (!call.noRoute && (auto || (settings.enabled === true && requested?.entry !== undefined))) {
       const ttlMs = (settings.sticky_ttl_seconds ?? 0) * 1000 || deps.config.stickyTtlMs;
       const key = call.sessionId === undefined ? undefined : `gw:route:${call.tenant.tenantId}:${call.modelRequested}:${call.sessionId}`;
-      const held = key === undefined ? undefined : await safely(deps.log, () => deps.sticky.get(key, ttlMs));
+      const stuck = key === undefined ? undefined : safely(deps.log, () => deps.sticky.get(key, ttlMs));
+      const held = stuck instanceof Promise ? await stuck : stuck;
       const choice = chooseRoute(policy, fit, { minTier: (settings.min_tier ?? 1) as Tier, held, requested });
       if (choice === undefined) throw noModelFits(policy.cheapest(1, withoutSizes(fit)) ? fit.promptTokens() : undefined);
       chosen = choice.chosen;
@@ -128,12 +129,20 @@ function withoutSizes(fit: PromptFit): PromptFit {
   return new PromptFit({ model: AUTO_MODEL, messages: [] }, shape);
 }
 
-/** Sticky sessions are an optimisation: a Redis failure routes the call without them rather than failing it. */
-async function safely<T>(log: Logger, op: () => Promise<T>): Promise<T | undefined> {
-  try {
-    return await op();
-  } catch (err) {
+/**
+ * Sticky sessions are an optimisation: a Redis failure routes the call
+ * without them rather than failing it. A value at once stays one (the
+ * memory store's): no promise for the caller to wait on.
+ */
+function safely<T>(log: Logger, op: () => T | Promise<T>): T | undefined | Promise<T | undefined> {
+  const unavailable = (err: unknown) => {
     log.warn({ err }, 'sticky routes unavailable; routing without the session');
     return undefined;
+  };
+  try {
+    const result = op();
+    return result instanceof Promise ? result.catch(unavailable) : result;
+  } catch (err) {
+    return unavailable(err);
   }
 }
