@@ -277,15 +277,17 @@ export class InFlight {
       this.#drop(flight);
       flight.release?.();
     };
-    let stored: void | Promise<void> = undefined;
     try {
-      stored = this.#store(owner, flight);
+      const stored = this.#store(owner, flight);
+      // The memory store keeps it at once; Redis answers later.
+      if (stored instanceof Promise) {
+        stored.catch(failed).finally(done);
+        return;
+      }
     } catch (err) {
       failed(err as Error);
     }
-    // The memory store keeps it at once; Redis answers later.
-    if (stored instanceof Promise) stored.catch(failed).finally(done);
-    else done();
+    done();
   }
 
   #drop(flight: Flight): void {
