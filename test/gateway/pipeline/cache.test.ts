@@ -33,6 +33,27 @@ for (const store of STORES) {
       return t;
     };
 
+    test("an answer has the same head whether it is the provider's bytes (a miss) or the cache's text (a hit)", async () => {
+      await fresh();
+      const ask = () =>
+        fetch(`${gw.url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${t.apiKey}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'the same head, «twice»' }] }),
+        });
+      const miss = await ask();
+      const missBody = Buffer.from(await miss.arrayBuffer());
+      const hit = await ask();
+      const hitBody = Buffer.from(await hit.arrayBuffer());
+      assert.deepEqual([miss.headers.get('x-gateway-cache'), hit.headers.get('x-gateway-cache')], ['miss', 'hit']);
+      for (const [res, body] of [[miss, missBody], [hit, hitBody]] as const) {
+        assert.equal(res.headers.get('content-type'), 'application/json; charset=utf-8');
+        assert.equal(Number(res.headers.get('content-length')), body.length);
+      }
+      assert.equal(JSON.parse(missBody.toString('utf8')).choices[0].message.content, 'echo: the same head, «twice»');
+      assert.deepEqual(JSON.parse(hitBody.toString('utf8')).choices, JSON.parse(missBody.toString('utf8')).choices);
+    });
+
     test('a repeated request is answered from the cache: no upstream call, cost 0, tokens and cost saved, the entry age and model', async () => {
       await fresh();
       gw.fake.setBehaviour({ promptTokens: 1000, completionTokens: 50 });
