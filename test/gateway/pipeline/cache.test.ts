@@ -33,7 +33,7 @@ for (const store of STORES) {
       return t;
     };
 
-    test("an answer has the same head whether it is the provider's bytes (a miss) or the cache's text (a hit)", async () => {
+    test('an answer has the same head whether it comes from the provider (a miss) or from the cache (a hit)', async () => {
       await fresh();
       const ask = () =>
         fetch(`${gw.url}/v1/chat/completions`, {
