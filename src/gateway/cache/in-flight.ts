@@ -82,7 +82,19 @@ export class InFlight {
   }
 
   /** Answers `call` (its cacheKey set) through a flight; `dedup`: joining and sharing allowed. */
-  async run(call: Call, next: Next, dedup: boolean): Promise<void> {
+  run(call: Call, next: Next, dedup: boolean): Promise<void> {
+    // A leader is lost only on another replica (Redis): within one process the flight is all there is to wait on.
+    if (!this.#remote) {
+      try {
+        return this.#runOnce(call, next, dedup);
+      } catch (err) {
+        return Promise.reject(err);
+      }
+    }
+    return this.#runAcrossReplicas(call, next, dedup);
+  }
+
+  async #runAcrossReplicas(call: Call, next: Next, dedup: boolean): Promise<void> {
     for (let tries = 0; ; tries++) {
       try {
         return await this.#runOnce(call, next, dedup);

@@ -21,18 +21,24 @@ import type { CallTarget, Stage } from '../call.ts';
  *    makes it negative.
  */
 export function promptCacheStage(): Stage {
-  return async function placePromptCache(call, next) {
-    if (!promptCacheWanted(call.headers, call.tenant.settings.prompt_cache, call.sessionId)) return next();
-    const targets = call.targets.length > 0 ? call.targets : call.target ? [call.target] : [];
-    const takesKey = targets.some((t) => t.provider.promptCacheKey !== undefined) && call.body['prompt_cache_key'] === undefined;
-    call.promptCache = planPromptCache({
-      messages: call.body.messages,
-      tools: call.body['tools'],
-      minimum: breakpointMinimum(targets),
-      key: takesKey ? promptCacheKey(call.principal.tenantId, call.sessionId) : undefined,
+  // Not an async function: a call without prompt caching (no session, or turned off) goes on with no promise of its own.
+  return function placePromptCache(call, next) {
+    try {
+      if (!promptCacheWanted(call.headers, call.tenant.settings.prompt_cache, call.sessionId)) return next();
+      const targets = call.targets.length > 0 ? call.targets : call.target ? [call.target] : [];
+      const takesKey = targets.some((t) => t.provider.promptCacheKey !== undefined) && call.body['prompt_cache_key'] === undefined;
+      call.promptCache = planPromptCache({
+        messages: call.body.messages,
+        tools: call.body['tools'],
+        minimum: breakpointMinimum(targets),
+        key: takesKey ? promptCacheKey(call.principal.tenantId, call.sessionId) : undefined,
+      });
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return next().then(() => {
+      if (call.promptCache !== undefined) call.saved.promptCache = promptCacheSavedUsd(call.usage, call.target?.entry);
     });
-    await next();
-    if (call.promptCache !== undefined) call.saved.promptCache = promptCacheSavedUsd(call.usage, call.target?.entry);
   };
 }
 
