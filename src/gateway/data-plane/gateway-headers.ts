@@ -10,7 +10,7 @@ import { type Call, totalSaved } from '../pipeline/call.ts';
 export function gatewayHeaders(call: Call): Record<string, string> {
   const target = call.target;
   const pending = call.stream && call.streamOpened === false;
-  return {
+  const headers: Record<string, string> = {
     'x-gateway-request-id': call.requestId,
     'x-gateway-model': target ? headerSafe(`${target.provider.id}/${call.modelUsed ?? target.model}`) : '',
     'x-gateway-provider': target?.provider.id ?? '',
@@ -20,11 +20,13 @@ export function gatewayHeaders(call: Call): Record<string, string> {
     'x-gateway-cost': pending ? 'pending' : formatUsd(call.costUsd),
     'x-gateway-cost-saved': pending && call.cacheStatus !== 'hit' ? 'pending' : formatUsd(totalSaved(call)),
     'x-gateway-overhead-ms': (call.overheadMs ?? performance.now() - call.startedAt - call.upstreamMs).toFixed(2),
-    ...(call.routeReason === undefined ? {} : { 'x-gateway-route-reason': call.routeReason }),
-    ...(call.cacheAgeS === undefined ? {} : { 'x-gateway-cache-age': String(call.cacheAgeS) }),
-    ...(call.attempts.length > 1 ? { 'x-gateway-attempts': String(call.attempts.length) } : {}),
-    ...call.replyHeaders,
   };
+  // Assigned, not spread: on every answer, each spread made and copied an object.
+  if (call.routeReason !== undefined) headers['x-gateway-route-reason'] = call.routeReason;
+  if (call.cacheAgeS !== undefined) headers['x-gateway-cache-age'] = String(call.cacheAgeS);
+  if (call.attempts.length > 1) headers['x-gateway-attempts'] = String(call.attempts.length);
+  for (const name in call.replyHeaders) headers[name] = call.replyHeaders[name]!;
+  return headers;
 }
 
 /** A model name a provider sent back could hold anything; a header value may only hold visible ASCII and spaces. */
