@@ -61,8 +61,8 @@ export function createGatewayMetrics(registry: Registry): GatewayMetrics {
     labelNames: ['provider'],
     registers,
   });
-  // The counters and histograms count per label set in place (SummedCounter, SummedHistogram).
-  const overheadAll = overhead.child('', () => ({}));
+  // The counters and histograms count per label set in place (SummedCounter, SummedHistogram). Children are looked up
+  // on each call, never held: registry.resetMetrics() drops them, and a held one would count where nothing reads.
   const perModel = new Map<string, ModelCounters>();
   const countersOf = (model: string): ModelCounters => {
     let found = perModel.get(model);
@@ -93,7 +93,7 @@ export function createGatewayMetrics(registry: Registry): GatewayMetrics {
       const model = target?.entry ? `${target.provider.id}/${target.entry.id}` : target ? 'other' : 'none';
       const provider = target?.provider.id ?? 'none';
       calls.child(`${call.status}|${call.cacheStatus}|${provider}|${model}`, () => ({ status: call.status, model, provider, cache: call.cacheStatus })).inc();
-      if (call.overheadMs !== undefined) overheadAll.observe(call.overheadMs / 1000);
+      if (call.overheadMs !== undefined) overhead.child('', () => ({})).observe(call.overheadMs / 1000);
       if (target && call.upstreamMs > 0) upstream.child(provider, () => ({ provider })).observe(call.upstreamMs / 1000);
       const counters = countersOf(model);
       const usage = call.usage;

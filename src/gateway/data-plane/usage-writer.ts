@@ -80,8 +80,10 @@ export class UsageWriter {
   #enqueue(row: UsageRecordRow | string): void {
     this.#queue.push(row);
     this.#enqueued++;
-    if (this.#queue.length >= this.#options.batchSize) void this.#flush(true);
-    else this.#armTimer();
+    // A flush under way writes every whole batch there is when it is done with the one in hand: nothing to start.
+    if (this.#queue.length >= this.#options.batchSize) {
+      if (!this.#flushing) void this.#flush(true);
+    } else this.#armTimer();
   }
 
   /** The next flush of whatever waits, flushMs from now, unless one is due already. */
