@@ -90,8 +90,10 @@ export class MemoryAnswerStore implements AnswerStore {
   }
 
   set(_tenantId: string, key: string, answer: CachedAnswer, ttlMs: number, maxEntryBytes = this.#maxEntryBytes): void {
-    const { completion, chunks, ...fields } = answer;
-    const meta = JSON.stringify(fields satisfies Meta);
+    const { completion, chunks } = answer;
+    // The metadata named field by field: a rest pattern (`...fields`) copied the answer into a new object on every store.
+    const fields: Meta = { v: 1, provider: answer.provider, model: answer.model, createdAt: answer.createdAt, usage: answer.usage, costUsd: answer.costUsd, usageChunk: answer.usageChunk };
+    const meta = JSON.stringify(fields);
     const keyBytes = Buffer.byteLength(key);
     const metaBytes = Buffer.byteLength(meta);
     let size = HEADER + keyBytes + metaBytes;
