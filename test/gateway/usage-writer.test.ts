@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { hostname, tmpdir } from 'node:os';
+import { getPriority, hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import pino from 'pino';
@@ -95,6 +95,34 @@ for (const kind of DB_KINDS) {
         assert.equal(Number(count.n), 300, 'every record written (and visible to the main connection)');
         assert.equal(Number((main.get() as { n: number }).n), before, 'the main connection wrote nothing: no statement of the batch ran on its thread');
         await writer.close();
+      });
+
+      test('the usage thread runs 10 nicer than the process (Linux), so a batch does not hold the event loop off a core', { skip: process.platform !== 'linux' && 'Linux only: thread priorities through /proc and setpriority' }, async () => {
+        // Each thread of this process with its nice value (field 19 of /proc/self/task/TID/stat).
+        const niceByThread = () => {
+          const nice = new Map<string, number>();
+          for (const tid of readdirSync('/proc/self/task')) {
+            try {
+              const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+              nice.set(tid, Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]));
+            } catch {
+              // A thread that ended meanwhile.
+            }
+          }
+          return nice;
+        };
+        const processNice = getPriority();
+        const before = niceByThread();
+        const thread = new UsageThread(g.db instanceof SqliteKysely ? g.db.path : '');
+        await thread.write([JSON.stringify(row(40_000, { created_at: 1_600_000_000_000 }))]);
+        const started = [...niceByThread()].filter(([tid]) => !before.has(tid));
+        assert.ok(started.length >= 1, 'the usage thread started');
+        assert.ok(
+          started.some(([, nice]) => nice === Math.min(19, processNice + 10)),
+          `a new thread at nice ${Math.min(19, processNice + 10)}; new threads: ${JSON.stringify(started)}`,
+        );
+        assert.equal(niceByThread().get(String(process.pid)), processNice, 'the main thread keeps its priority');
+        await thread.close();
       });
 
       test('a usage thread that cannot open the database fails its batch (kept for a retry) instead of hanging', async () => {
