@@ -110,8 +110,10 @@ export class UsageWriter {
    * left waits for the timer. Records keep arriving while a batch is
    * written, and writing each time whatever had arrived meanwhile cut a busy
    * gateway's stream into a few full batches and many small ones: on SQLite
-   * 77 records per transaction on average, against 119 now, and each
-   * transaction has a fixed cost (its commit, the rollup rows it updates).
+   * 77 records per transaction on average, against 119 with whole batches
+   * (when the usage thread still cut them into transactions of 128), and
+   * each transaction has a fixed cost (its commit, the rollup rows it
+   * updates).
    */
   async #flush(full: boolean): Promise<void> {
     while (this.#flushing) await this.#flushing;
