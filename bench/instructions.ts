@@ -121,6 +121,7 @@ async function count(checkout: string): Promise<Count> {
       all += instructions;
       if (file.endsWith('-01')) main = instructions;
     }
+    if (main === 0) throw new Error(`${checkout}: callgrind wrote no count for the main thread (${readdirSync(dir).join(', ')})`);
     return { checkout, calls: result['2xx'], main, all };
   } finally {
     gateway.kill('SIGKILL');
