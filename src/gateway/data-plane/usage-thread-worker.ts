@@ -72,10 +72,10 @@ port.on('message', (message: { id: number; rows: string } | 'close') => {
  * elsewhere, or refused, it stays as it is). A batch's transaction is a
  * burst of several milliseconds of CPU, and on a machine with few cores the
  * event loop, woken by a client or a provider meanwhile, waited for a core
- * behind it. Measured at 10
- * connections on a 20 ms provider (benchmark 5's latency load, two cores,
- * two interleaved runs of 6 and 8 slices): p99 29.13 -> 27.74 and 27.87 ->
- * 27.07 ms (p99.9: 42.05 -> 43.38 and 41.70 -> 35.41 ms). It still gets its
+ * behind it. Measured at 10 connections on a 20 ms provider (benchmark 5's
+ * latency load, two cores, two interleaved runs of 6 and 8 slices): p99
+ * 29.13 -> 27.74 and 27.87 -> 27.07 ms (p99.9: 42.05 -> 43.38 and 41.70 ->
+ * 35.41 ms). It still gets its
  * share: under 30 s of saturating load (about 5,000 calls/s) the backlog
  * never reached one batch. A process cannot take that priority back without
  * privileges, so it is set once, for the thread's life.
