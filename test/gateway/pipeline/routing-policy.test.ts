@@ -12,7 +12,7 @@ import { PromptFit } from '../../../src/gateway/routing/prompt-fit.ts';
 import { promptShape } from '../../../src/gateway/routing/prompt-shape.ts';
 import { planAfterFailure, retryDelayMs } from '../../../src/gateway/routing/retry.ts';
 import type { RoutingSettings } from '../../../src/gateway/settings/routing.ts';
-import { stickyRoutes } from '../../../src/gateway/routing/sticky-routes.ts';
+import { MAX_SESSIONS, stickyRoutes } from '../../../src/gateway/routing/sticky-routes.ts';
 
 const both = new Set(['openai', 'anthropic']);
 const fitOf = (body: Partial<ChatRequest>) => {
@@ -202,5 +202,20 @@ describe('retries and the circuit breaker (pure)', () => {
     assert.equal((await sticky.get('s', 1000))?.tier, 3, 'a read renews it');
     clock.advance(1001);
     assert.equal(await sticky.get('s', 1000), undefined);
+  });
+
+  test('sticky routes in memory: past the bound, the session used longest ago is forgotten, not one in use', async () => {
+    const clock = new ManualClock();
+    const sticky = stickyRoutes(undefined, clock);
+    const route = { model: 'openai/gpt-5-mini', tier: 2 as const };
+    const hour = 3_600_000;
+    for (let i = 0; i < MAX_SESSIONS; i++) await sticky.raise(`s${i}`, route, hour);
+    clock.advance(60_000);
+    // s0 was stored first, but is read now: s1 is the one used longest ago.
+    assert.ok(sticky.get('s0', hour));
+    await sticky.raise('new', route, hour);
+    assert.ok(sticky.get('s0', hour), 'the session read a minute ago is kept');
+    assert.equal(sticky.get('s1', hour), undefined, 'the session used longest ago is forgotten');
+    assert.ok(sticky.get('new', hour));
   });
 });
