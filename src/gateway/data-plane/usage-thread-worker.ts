@@ -46,7 +46,7 @@ lowerPriority();
 const port = parentPort!;
 
 let queue = Promise.resolve();
-port.on('message', (message: { id: number; rows: string } | 'close') => {
+port.on('message', (message: { id: number; rows: string[] } | 'close') => {
   queue = queue.then(async () => {
     if (message === 'close') {
       await db.destroy();
@@ -55,7 +55,7 @@ port.on('message', (message: { id: number; rows: string } | 'close') => {
       return;
     }
     try {
-      const batch = JSON.parse(message.rows) as UsageRecordRow[];
+      const batch = message.rows.map((row) => JSON.parse(row) as UsageRecordRow);
       for (let at = 0; at < batch.length; at += TRANSACTION_RECORDS) {
         await writeUsageBatch(db, batch.slice(at, at + TRANSACTION_RECORDS));
       }
