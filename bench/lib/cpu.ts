@@ -93,3 +93,24 @@ export function processWriteBytes(pid: number): number {
     return Number.NaN;
   }
 }
+
+/** How the scheduler treated a process's main thread so far; every figure NaN off Linux (or without schedstats). */
+export interface Scheduling {
+  /** Seconds it spent runnable but waiting for a core (the second field of /proc/PID/task/PID/schedstat). */
+  waitSeconds: number;
+  /** Times it gave up its core: it blocked (in epoll_wait, a futex). */
+  voluntary: number;
+  /** Times it was preempted: another thread, most often one its own write had just woken, took its core. */
+  involuntary: number;
+}
+
+export function mainThreadScheduling(pid: number): Scheduling {
+  try {
+    const wait = Number(readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').split(' ')[1]) / 1e9;
+    const status = readFileSync(`/proc/${pid}/task/${pid}/status`, 'utf8');
+    const field = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+)`, 'm').exec(status)?.[1]);
+    return { waitSeconds: wait, voluntary: field('voluntary_ctxt_switches'), involuntary: field('nonvoluntary_ctxt_switches') };
+  } catch {
+    return { waitSeconds: Number.NaN, voluntary: Number.NaN, involuntary: Number.NaN };
+  }
+}

@@ -262,5 +262,10 @@ instructions per call, 0.3 % and 1.5 % apart, where the wall-clock A/B runs of b
 Instructions are not time: cache misses, system calls and waits are left out. Nor is a change to what crosses between
 threads counted fairly (valgrind runs one thread at a time): sending the usage thread its batches as arrays of strings
 counted 7.6 % more on the main thread, where the event loop's own time per batch fell six-fold.
+\`node bench/ab.ts NAME=CHECKOUT …\` is the wall-clock A/B: the gateways of several checkouts (a git worktree per commit), each
+with settings of its own (\`--env NAME:KEY=VALUE\`), beside the Node floor on benchmark 5's throughput load (or its latency
+load, \`--latency\`), their slices taking turns; per target it prints calls per second, exact p50 and p99, CPU per call on
+the main thread and in all threads, and how the scheduler treated the main thread per call (time runnable but waiting for
+a core, blocks, preemptions).
 `;
 }
