@@ -1,9 +1,10 @@
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { type ChildServer, startServer } from './lib/children.ts';
 import { mainThreadCpuSeconds, mainThreadScheduling, processCpuSeconds, waitUntilIdle } from './lib/cpu.ts';
 import { fmt } from './lib/format.ts';
-import { NODE_FLOOR, type RunningTarget } from './lib/gateway-targets.ts';
+import { FAKE_TEXT, NODE_FLOOR, type RunningTarget } from './lib/gateway-targets.ts';
 import { load, percentile } from './lib/load.ts';
 
 /**
@@ -29,10 +30,12 @@ import { load, percentile } from './lib/load.ts';
  * calls per second, CPU per call on the main thread (the event loop) and in
  * all threads, exact p50 and p99 (every response's latency kept), and how
  * the scheduler treated the main thread per call: time runnable but waiting
- * for a core, times it blocked, times it was preempted. On these two-core
- * machines a call at light load costs three to four times its full-load
- * CPU, and the main thread is preempted about once a call, most often by the
- * client or the fake its own write just woke (perf sched, 28 November 2026).
+ * for a core, times it blocked, times it was preempted. Measured with it on
+ * these two-core machines (28 November 2026): at the latency load a call
+ * costs the gateway three to four times its CPU at the throughput load, and
+ * its main thread is preempted 0.9 times a call (the floor's 0.5), most
+ * often by the load generator or the fake that its own write had just woken
+ * (perf sched).
  */
 
 const { values, positionals } = parseArgs({
@@ -81,7 +84,7 @@ interface Tally {
 }
 
 const fake = await startServer<{ url: string }>('fake provider', new URL('./servers/fake-provider.ts', import.meta.url), {
-  FAKE_BEHAVIOUR: JSON.stringify(values.latency ? { latencyMs: 20, chunkDelayMs: 10 } : { latencyMs: 0 }),
+  FAKE_BEHAVIOUR: JSON.stringify(values.latency ? { text: FAKE_TEXT, latencyMs: 20, chunkDelayMs: 10 } : { text: FAKE_TEXT }),
 });
 const upstream = { url: fake.info.url, pid: fake.pid, apiKey: 'sk-bench-fake' };
 const tallies: Tally[] = [];
@@ -105,7 +108,7 @@ function tally(name: string, target: RunningTarget): Tally {
 
 /** A checkout's bench gateway server (bench/lib/gateway-targets.ts's startGateway, from another directory). */
 async function startCheckout(name: string, checkout: string, env: Record<string, string>): Promise<RunningTarget> {
-  const script = new URL(`file://${checkout}/bench/servers/gateway-server.ts`);
+  const script = pathToFileURL(join(checkout, 'bench/servers/gateway-server.ts'));
   const server: ChildServer<{ url: string; apiKey: string; model: string }> = await startServer(name, script, { UPSTREAM_URL: upstream.url, ...env });
   return {
     url: `${server.info.url}/v1`,

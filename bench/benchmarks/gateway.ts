@@ -1,7 +1,7 @@
 import { type ChildServer, startServer } from '../lib/children.ts';
 import { cpuWindow, mainThreadCpuSeconds, waitUntilIdle } from '../lib/cpu.ts';
 import { call, fmt, log } from '../lib/format.ts';
-import { type RunningTarget, TARGETS, type Target, type Upstream } from '../lib/gateway-targets.ts';
+import { FAKE_TEXT, type RunningTarget, TARGETS, type Target, type Upstream } from '../lib/gateway-targets.ts';
 import { load, percentile, problems } from '../lib/load.ts';
 import { idleNodeRss, rssMiB, rssPeak } from '../lib/memory.ts';
 import type { Row } from '../lib/report.ts';
@@ -51,7 +51,6 @@ const TTFB_REQUESTS = 200;
 const TTFB_CONCURRENCY = 4;
 const API_KEY = 'sk-bench-fake';
 
-const TEXT = 'Hello from the fake provider, friend.';
 const MESSAGES = [{ role: 'user', content: 'Say hello.' }];
 const body = (t: RunningTarget) => JSON.stringify({ model: t.model ?? 'fake-model', messages: MESSAGES });
 /**
@@ -101,7 +100,7 @@ async function startFake(name: string, behaviour: Record<string, unknown>): Prom
 /** One non-streamed request: an error message unless it answers 200 with the fake's text. */
 async function check(t: RunningTarget): Promise<string | undefined> {
   const res = await call(`${t.url}/chat/completions`, { method: 'POST', headers: t.headers, body: body(t) });
-  return res.status === 200 && res.body.includes(TEXT) ? undefined : `check request answered ${res.status} ${res.body.slice(0, 200)}`;
+  return res.status === 200 && res.body.includes(FAKE_TEXT) ? undefined : `check request answered ${res.status} ${res.body.slice(0, 200)}`;
 }
 
 /** Starts every target on `upstream`, checks each, runs `body` and stops them whatever happens. */
@@ -141,8 +140,8 @@ const options = (t: RunningTarget) => ({ url: `${t.url}/chat/completions`, metho
 
 export async function gatewayComparison() {
   log('gateway: starting two fake providers (0 ms and 20 ms)');
-  const fast = await startFake('fake-0ms', { text: TEXT });
-  const slow = await startFake('fake-20ms', { text: TEXT, latencyMs: 20, chunkDelayMs: 10 });
+  const fast = await startFake('fake-0ms', { text: FAKE_TEXT });
+  const slow = await startFake('fake-20ms', { text: FAKE_TEXT, latencyMs: 20, chunkDelayMs: 10 });
   const results: Measured[] = TARGETS.map((target) => ({
     target,
     notes: [],

@@ -37,6 +37,9 @@ export interface Target {
   start(upstream: Upstream): Promise<RunningTarget>;
 }
 
+/** What the fake provider answers every call of the gateway benchmark with (and bench/ab.ts's). */
+export const FAKE_TEXT = 'Hello from the fake provider, friend.';
+
 const JSON_TYPE = { 'content-type': 'application/json' };
 
 export const DIRECT: Target = {
