@@ -85,6 +85,29 @@ for (const kind of DB_KINDS) {
       assert.equal(answer.choices[0]?.message.content, 'echo: bare');
     });
 
+    test("a complete answer is framed as JSON with its x-request-id, and the service's request counter counts it", async () => {
+      const completions = async () => {
+        const text = await fetch(`${gw.url}/metrics`).then((r) => r.text());
+        const line = text
+          .split('\n')
+          .find((l) => l.startsWith('gateway_http_requests_total{') && l.includes('route="/v1/chat/completions"') && l.includes('method="POST"') && l.includes('status="200"'));
+        return line ? Number(line.split(' ').at(-1)) : 0;
+      };
+      const before = await completions();
+      const res = await fetch(`${gw.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${t.apiKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'héllo ☃' }] }),
+      });
+      const text = await res.text();
+      assert.equal(res.status, 200);
+      assert.equal(res.headers.get('content-type'), 'application/json; charset=utf-8');
+      assert.equal(Number(res.headers.get('content-length')), Buffer.byteLength(text), 'the length in bytes, not in characters');
+      assert.equal(res.headers.get('x-request-id'), res.headers.get('x-gateway-request-id'));
+      assert.equal((JSON.parse(text) as { choices: { message: { content: string } }[] }).choices[0]?.message.content, 'echo: héllo ☃');
+      assert.equal(await completions(), before + 1, 'the onResponse hooks ran');
+    });
+
     test('X-Gateway-Session-Id and X-Gateway-Tag are recorded', async () => {
       const { response } = await t.openai.chat.completions
         .create(
