@@ -1,10 +1,9 @@
-import { join, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { type ChildServer, startServer } from './lib/children.ts';
+import { startServer } from './lib/children.ts';
 import { mainThreadCpuSeconds, mainThreadScheduling, processCpuSeconds, waitUntilIdle } from './lib/cpu.ts';
 import { fmt } from './lib/format.ts';
-import { FAKE_TEXT, NODE_FLOOR, type RunningTarget } from './lib/gateway-targets.ts';
+import { FAKE_TEXT, NODE_FLOOR, type RunningTarget, startGateway } from './lib/gateway-targets.ts';
 import { load, percentile } from './lib/load.ts';
 
 /**
@@ -89,7 +88,7 @@ const fake = await startServer<{ url: string }>('fake provider', new URL('./serv
 const upstream = { url: fake.info.url, pid: fake.pid, apiKey: 'sk-bench-fake' };
 const tallies: Tally[] = [];
 try {
-  for (const spec of specs) tallies.push(tally(spec.name, await startCheckout(spec.name, spec.checkout, spec.env)));
+  for (const spec of specs) tallies.push(tally(spec.name, await startGateway(upstream, spec.name, spec.env, spec.checkout)));
   if (!values['no-floor']) tallies.push(tally('node floor', await NODE_FLOOR.start(upstream)));
   console.error(`ab: ${connections} connections, ${values.latency ? '20 ms' : '0 ms'} fake; ${warmupS} s of warm-up each, then ${rounds} rounds of ${sliceS} s slices`);
   for (const t of tallies) await load({ ...options(t.target), duration: warmupS });
@@ -104,19 +103,6 @@ try {
 
 function tally(name: string, target: RunningTarget): Tally {
   return { name, target, calls: 0, seconds: 0, cpu: 0, main: 0, wait: 0, voluntary: 0, involuntary: 0, latencies: [] };
-}
-
-/** A checkout's bench gateway server (bench/lib/gateway-targets.ts's startGateway, from another directory). */
-async function startCheckout(name: string, checkout: string, env: Record<string, string>): Promise<RunningTarget> {
-  const script = pathToFileURL(join(checkout, 'bench/servers/gateway-server.ts'));
-  const server: ChildServer<{ url: string; apiKey: string; model: string }> = await startServer(name, script, { UPSTREAM_URL: upstream.url, ...env });
-  return {
-    url: `${server.info.url}/v1`,
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${server.info.apiKey}`, 'x-gateway-session-id': 'bench-session' },
-    model: server.info.model,
-    pid: server.pid,
-    stop: () => server.stop(),
-  };
 }
 
 /** Benchmark 5's requests: every one new (autocannon's [<id>]), so no target answers from a cache. */

@@ -1,3 +1,5 @@
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { startServer } from './children.ts';
 import { startPortkey } from './portkey.ts';
 
@@ -85,12 +87,13 @@ export const PORTKEY: Target = {
 /**
  * The real gateway (bench/servers/gateway-server.ts) with one tenant whose
  * OpenAI key points at the fake; `env` adds to its environment (the
- * breakdown benchmark's BENCH_GATEWAY_SETTINGS, GATEWAY_USAGE_JOURNAL_DIR).
+ * breakdown benchmark's BENCH_GATEWAY_SETTINGS, GATEWAY_USAGE_JOURNAL_DIR);
+ * `checkout`: another checkout of this repository to run it from (bench/ab.ts).
  */
-export async function startGateway(upstream: Upstream, name = 'gateway', env: Record<string, string> = {}): Promise<RunningTarget> {
+export async function startGateway(upstream: Upstream, name = 'gateway', env: Record<string, string> = {}, checkout?: string): Promise<RunningTarget> {
   const server = await startServer<{ url: string; apiKey: string; model: string }>(
     name,
-    new URL('../servers/gateway-server.ts', import.meta.url),
+    checkout === undefined ? new URL('../servers/gateway-server.ts', import.meta.url) : pathToFileURL(join(checkout, 'bench/servers/gateway-server.ts')),
     // --expose-gc lets the server answer the heap after a full GC; nothing calls gc() but that question.
     { UPSTREAM_URL: upstream.url, NODE_OPTIONS: '--expose-gc', ...env },
   );
