@@ -7,6 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import pino from 'pino';
 import { SqliteKysely } from '../../src/platform/db.ts';
 import { UsageJournal } from '../../src/gateway/data-plane/usage-journal.ts';
+import { decodeUsageRow, encodeUsageRow, USAGE_COLUMNS } from '../../src/gateway/data-plane/usage-row-json.ts';
 import { UsageThread } from '../../src/gateway/data-plane/usage-thread.ts';
 import { UsageWriter } from '../../src/gateway/data-plane/usage-writer.ts';
 import type { UsageRecordRow } from '../../src/gateway/schema.ts';
@@ -210,7 +211,7 @@ for (const kind of DB_KINDS) {
         dir = mkdtempSync(join(tmpdir(), 'usage-journal-'));
       });
       after(() => rmSync(dir, { recursive: true, force: true }));
-      const journaled = () => readdirSync(dir).flatMap((f) => readFileSync(join(dir, f), 'utf8').split('\n').filter(Boolean).map((l) => (JSON.parse(l) as UsageRecordRow).request_id));
+      const journaled = () => readdirSync(dir).flatMap((f) => readFileSync(join(dir, f), 'utf8').split('\n').filter(Boolean).map((l) => decodeUsageRow(l).request_id));
 
       test('records are on disk once durable() resolves (one write for those of a turn), and a segment is deleted once written', async () => {
         const writer = new UsageWriter({ db: g.db, log, flushMs: 60_000, batchSize: 1000, journal: new UsageJournal({ dir, log }) });
@@ -256,20 +257,36 @@ for (const kind of DB_KINDS) {
         const host = encodeURIComponent(hostname());
         const live = process.ppid;
         const dead = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' }).stdout;
-        const line = (i: number) => `${JSON.stringify(row(i))}\n`;
+        const line = (i: number) => `${encodeUsageRow(row(i))}\n`;
+        // An earlier gateway journaled each record as an object: its segments are recovered too.
+        const objectLine = (i: number) => `${JSON.stringify(row(i))}\n`;
         writeFileSync(join(dir, `usage~${host}~${live}~aaaa~1.jsonl`), line(720));
-        writeFileSync(join(dir, `usage~${host}~${dead}~bbbb~1.jsonl`), line(721) + line(722));
+        writeFileSync(join(dir, `usage~${host}~${dead}~bbbb~1.jsonl`), line(721) + objectLine(722));
         appendFileSync(join(dir, `usage~${host}~${dead}~bbbb~1.jsonl`), line(723).slice(0, 40));
         writeFileSync(join(dir, `usage~other-host~${dead}~cccc~1.jsonl`), line(724));
         const journal = new UsageJournal({ dir, log });
         const orphans = journal.orphans();
         journal.close();
         assert.deepEqual(orphans.map((o) => o.rows.map((r) => r.request_id)), [['req-721', 'req-722']]);
+        assert.deepEqual(orphans[0]!.rows, [row(721), row(722)], 'every field, from either form');
         for (const f of readdirSync(dir)) rmSync(join(dir, f));
       });
     });
   });
 }
+
+describe('usage records as journal lines', () => {
+  test('a record comes back from its line with every field, each in its place', () => {
+    // A distinct value per column: a value written under one column and read under another cannot go unnoticed.
+    const full = Object.fromEntries(USAGE_COLUMNS.map((c, i) => [c, i % 3 === 0 ? i : i % 3 === 1 ? `${c}-value` : null])) as unknown as UsageRecordRow;
+    const line = encodeUsageRow(full);
+    assert.ok(line.startsWith('['), 'an array of values, not the field names');
+    assert.deepEqual(decodeUsageRow(line), full);
+    assert.deepEqual(Object.keys(decodeUsageRow(line)), [...USAGE_COLUMNS]);
+    assert.deepEqual(decodeUsageRow(JSON.stringify(full)), full, "an earlier gateway's object line reads the same");
+    assert.throws(() => decodeUsageRow(line.slice(0, 40)), SyntaxError, 'a line cut short is refused');
+  });
+});
 
 describe('usage writer statement sizes', () => {
   test('a batch of any size is cut into chunks of at most four distinct sizes, in order, nothing lost', async () => {

@@ -4,6 +4,7 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { UsageRecordRow } from '../schema.ts';
+import { decodeUsageRow } from './usage-row-json.ts';
 
 /** Journals alive in this process (tests run several gateways in one). */
 const OPEN_HERE = new Set<string>();
@@ -64,8 +65,8 @@ export class UsageJournal {
   }
 
   /**
-   * Appends one record, as its JSON (the usage writer serializes each
-   * record once, for the journal and the usage thread); it is on disk (in
+   * Appends one record, as its JSON (usage-row-json.ts: the usage writer
+   * serializes each record once, for the journal and the usage thread); it is on disk (in
    * the OS's cache) once {@link durable} resolves, or at once with `now`
    * (with whatever else is pending): for a call whose answer has already
    * left, a stream, which cannot wait for it.
@@ -176,7 +177,7 @@ export class UsageJournal {
       for (const line of readFileSync(path, 'utf8').split('\n')) {
         if (!line) continue;
         try {
-          rows.push(JSON.parse(line) as UsageRecordRow);
+          rows.push(decodeUsageRow(line));
         } catch {
           this.#log.warn({ path }, 'usage journal: a record cut short by the stop is skipped');
         }

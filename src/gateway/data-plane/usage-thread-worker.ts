@@ -3,7 +3,8 @@ import { getPriority, setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { Kysely } from 'kysely';
 import { nodeSqliteDialect, SqliteWriter } from '../../platform/sqlite-dialect.ts';
-import type { GatewayTables, UsageRecordRow } from '../schema.ts';
+import type { GatewayTables } from '../schema.ts';
+import { decodeUsageRow } from './usage-row-json.ts';
 import { writeUsageBatch } from './usage-writer.ts';
 
 /**
@@ -55,7 +56,7 @@ port.on('message', (message: { id: number; rows: string[] } | 'close') => {
       return;
     }
     try {
-      const batch = message.rows.map((row) => JSON.parse(row) as UsageRecordRow);
+      const batch = message.rows.map(decodeUsageRow);
       for (let at = 0; at < batch.length; at += TRANSACTION_RECORDS) {
         await writeUsageBatch(db, batch.slice(at, at + TRANSACTION_RECORDS));
       }

@@ -4,6 +4,7 @@ import { SqliteKysely } from '../../platform/db.ts';
 import type { GatewayDb, UsageRecordRow } from '../schema.ts';
 import { addToRollups } from '../usage-rollups.ts';
 import type { Orphan, UsageJournal } from './usage-journal.ts';
+import { encodeUsageRow } from './usage-row-json.ts';
 import { UsageThread } from './usage-thread.ts';
 
 export interface UsageWriterOptions {
@@ -33,7 +34,7 @@ export interface UsageWriterOptions {
  */
 export class UsageWriter {
   readonly #options: UsageWriterOptions;
-  /** Rows, or, when a usage thread writes them, their JSON (only this class reads the queue; #thread tells which). */
+  /** Rows, or, when a usage thread writes them, their JSON (usage-row-json.ts; only this class reads the queue; #thread tells which). */
   #queue: (UsageRecordRow | string)[] = [];
   #timer: NodeJS.Timeout | undefined;
   #flushing: Promise<void> | undefined;
@@ -63,7 +64,7 @@ export class UsageWriter {
       this.#enqueue(row);
       return;
     }
-    const json = JSON.stringify(row);
+    const json = encodeUsageRow(row);
     journal?.append(json, answered);
     this.#enqueue(this.#thread ? json : row);
   }
@@ -129,7 +130,7 @@ export class UsageWriter {
   recover(orphans: readonly Orphan[]): number {
     let count = 0;
     for (const orphan of orphans) {
-      for (const row of orphan.rows) this.#enqueue(this.#thread ? JSON.stringify(row) : row);
+      for (const row of orphan.rows) this.#enqueue(this.#thread ? encodeUsageRow(row) : row);
       count += orphan.rows.length;
       this.#sealed.push({ path: orphan.path, through: this.#enqueued });
     }

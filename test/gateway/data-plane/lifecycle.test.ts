@@ -4,6 +4,7 @@ import { request } from 'node:http';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import OpenAI from 'openai';
+import { decodeUsageRow } from '../../../src/gateway/data-plane/usage-row-json.ts';
 import { gatewayMigrations } from '../../../src/gateway/migrations.ts';
 import type { GatewayTables } from '../../../src/gateway/schema.ts';
 import { closeDatabase, openDatabase } from '../../../src/platform/db.ts';
@@ -117,7 +118,7 @@ for (const kind of DB_KINDS) {
           readFileSync(join(dir, f), 'utf8')
             .split('\n')
             .filter(Boolean)
-            .map((l) => (JSON.parse(l) as { request_id: string }).request_id),
+            .map((l) => decodeUsageRow(l).request_id),
         );
       const call = () =>
         gw.service.runtime.app.inject({
