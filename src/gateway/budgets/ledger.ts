@@ -20,6 +20,8 @@ export interface CounterSpec {
   keyId: string | undefined;
   limit: number;
   window: BudgetWindow;
+  /** counterName's answer, kept once asked (the budgets stage reuses a key's counters while their windows last). */
+  name?: string;
 }
 
 /** A counter as read: settled consumption and what calls in flight hold. */
@@ -90,6 +92,8 @@ export function countersFor(
 
 /** The stable name of a counter, shared by both ledgers' storage (the Redis hash tag keeps a tenant's counters in one cluster slot). */
 export function counterName(counter: CounterSpec): string {
+  if (counter.name !== undefined) return counter.name;
   const owner = counter.scope === 'key' ? `k:${counter.keyId}` : 't';
-  return `{${counter.tenantId}}:${owner}:${counter.kind}`;
+  counter.name = `{${counter.tenantId}}:${owner}:${counter.kind}`;
+  return counter.name;
 }

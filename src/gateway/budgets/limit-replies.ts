@@ -1,5 +1,6 @@
 import { HttpProblem } from '../../platform/errors.ts';
 import { formatUsd } from '../catalog/cost.ts';
+import { type HeaderList, headerObject } from '../header-list.ts';
 import { LIMIT_FIELD, LIMIT_KINDS, type LimitKind } from '../settings/limits.ts';
 import type { CounterSpec, CounterState } from './ledger.ts';
 
@@ -36,26 +37,35 @@ function remaining(counter: CounterSpec, state: CounterState): number {
   return counter.kind === 'usd' ? left : Math.floor(left);
 }
 
-function headersOf(counter: CounterSpec, state: CounterState, now: number, into: Record<string, string>): void {
+function headersOf(counter: CounterSpec, state: CounterState, now: number, into: HeaderList): void {
   const [limit, remainingName, reset] = NAMES[counter.kind];
   const left = remaining(counter, state);
-  into[limit] = counter.kind === 'usd' ? formatUsd(counter.limit) : String(counter.limit);
-  into[remainingName] = counter.kind === 'usd' ? formatUsd(left) : String(left);
-  into[reset] = resetText(counter.window.end - now);
+  const usd = counter.kind === 'usd';
+  into.push(
+    limit,
+    usd ? formatUsd(counter.limit) : String(counter.limit),
+    remainingName,
+    usd ? formatUsd(left) : String(left),
+    reset,
+    resetText(counter.window.end - now),
+  );
 }
 
-/** The headers of an admitted call: per kind, the tighter of the key's and the tenant's counters (the one with less left). */
-export function rateLimitHeaders(counters: readonly CounterSpec[], states: readonly CounterState[], now: number): Record<string, string> {
-  const headers: Record<string, string> = {};
+/**
+ * The headers of an admitted call, appended to `into` as names and values
+ * (flat, as the answer's head is written): per kind, the tighter of the
+ * key's and the tenant's counters (the one with less left).
+ */
+export function rateLimitHeaders(counters: readonly CounterSpec[], states: readonly CounterState[], now: number, into: HeaderList = []): HeaderList {
   for (const kind of LIMIT_KINDS) {
     let tightest = -1;
     for (let i = 0; i < counters.length; i++) {
       if (counters[i]!.kind !== kind) continue;
       if (tightest === -1 || remaining(counters[i]!, states[i]!) < remaining(counters[tightest]!, states[tightest]!)) tightest = i;
     }
-    if (tightest !== -1) headersOf(counters[tightest]!, states[tightest]!, now, headers);
+    if (tightest !== -1) headersOf(counters[tightest]!, states[tightest]!, now, into);
   }
-  return headers;
+  return into;
 }
 
 /**
@@ -93,7 +103,8 @@ export function limitExceeded(counter: CounterSpec, state: CounterState, amount:
         : `It resets at ${resetAt}.`;
     detail = `${head}: ${whose(counter)} allows ${noun}; ${spent} and this request may need up to ${need}. ${when}`;
   }
-  const headers: Record<string, string> = { 'retry-after': String(retryS), 'x-gateway-limit-exceeded': `${counter.scope}.${field}` };
+  const headers: HeaderList = ['retry-after', String(retryS), 'x-gateway-limit-exceeded', `${counter.scope}.${field}`];
   headersOf(counter, state, now, headers);
-  return new HttpProblem(429, code, detail, { type, headers });
+  return new HttpProblem(429, code, detail, { type, headers: headerObject(headers) });
 }
+

@@ -3,6 +3,7 @@ import type { Writable } from 'node:stream';
 import type { FastifyBaseLogger } from 'fastify';
 import type { CatalogModel } from '../catalog/models.ts';
 import type { ApiKeyPrincipal } from '../data-plane/api-key-auth.ts';
+import type { HeaderList } from '../header-list.ts';
 import type { TenantContext } from '../data-plane/tenant-context.ts';
 import type { ProviderInfo } from '../providers/registry.ts';
 import type { ChatRequest, PromptCachePlan, ProviderAdapter, TokenUsage } from '../providers/types.ts';
@@ -84,8 +85,8 @@ export interface Call {
   readonly tag: string | undefined;
   /** The request's headers, for stages that take a per-call instruction (X-Gateway-Compact, X-Gateway-Prompt-Cache). */
   readonly headers: IncomingHttpHeaders;
-  /** Headers a stage adds to this call's answer (x-ratelimit-*), sent with the X-Gateway-* ones. */
-  readonly replyHeaders: Record<string, string>;
+  /** Headers a stage adds to this call's answer (x-ratelimit-*), sent with the X-Gateway-* ones: names and values, flat. */
+  readonly replyHeaders: HeaderList;
   /** X-Gateway-No-Route: true: exactly the model named, no routing and no fallback (retries still). */
   readonly noRoute: boolean;
   /**

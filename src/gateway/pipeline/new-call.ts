@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Clock } from '../../platform/clock.ts';
 import type { TenantContext } from '../data-plane/tenant-context.ts';
+import type { HeaderList } from '../header-list.ts';
 import { invalidHeader } from '../openai-errors.ts';
 import { clientWantsUsage } from '../providers/adapters.ts';
 import type { ChatRequest } from '../providers/types.ts';
@@ -33,7 +34,7 @@ export function newCall(
   reply: FastifyReply,
   tenant: TenantContext,
   clock: Clock,
-  streamHeaders: (call: Call) => Record<string, string>,
+  streamHeaders: (call: Call) => HeaderList,
 ): Call {
   const body = request.body as ChatRequest;
   const sessionId = label(request, 'x-gateway-session-id');
@@ -60,7 +61,7 @@ export function newCall(
     sessionId,
     tag,
     headers: request.headers,
-    replyHeaders: {},
+    replyHeaders: [],
     noRoute,
     signal: controller.signal,
     // Bound, not a closure here: a flight keeps it (flight.stop), and a closure would keep this whole call with it.
@@ -73,12 +74,8 @@ export function newCall(
       const headers = streamHeaders(call);
       call.streamOpened = true;
       reply.hijack();
-      res.writeHead(200, {
-        'content-type': 'text/event-stream; charset=utf-8',
-        'cache-control': 'no-cache',
-        'x-request-id': request.id,
-        ...headers,
-      });
+      headers.push('content-type', 'text/event-stream; charset=utf-8', 'cache-control', 'no-cache', 'x-request-id', request.id);
+      res.writeHead(200, headers);
     },
     target: undefined,
     targets: [],

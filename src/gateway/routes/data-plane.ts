@@ -5,6 +5,7 @@ import type { App } from '../../platform/http.ts';
 import { listedModels } from '../catalog/catalog.ts';
 import { type ApiKeyStore, requireGatewayKey } from '../data-plane/api-key-auth.ts';
 import { gatewayHeaders } from '../data-plane/gateway-headers.ts';
+import { headerObject } from '../header-list.ts';
 import type { TenantContext, TenantContexts } from '../data-plane/tenant-context.ts';
 import { invalidApiKey } from '../openai-errors.ts';
 import type { Call } from '../pipeline/call.ts';
@@ -52,12 +53,9 @@ const ChatBody = Type.Object(
 function answer(request: FastifyRequest, reply: FastifyReply, call: Call): FastifyReply {
   const body = call.result ?? '';
   reply.hijack();
-  reply.raw.writeHead(200, {
-    ...gatewayHeaders(call),
-    'content-type': 'application/json; charset=utf-8',
-    'content-length': Buffer.byteLength(body),
-    'x-request-id': request.id,
-  });
+  const headers = gatewayHeaders(call);
+  headers.push('content-type', 'application/json; charset=utf-8', 'content-length', String(Buffer.byteLength(body)), 'x-request-id', request.id);
+  reply.raw.writeHead(200, headers);
   reply.raw.end(body);
   return reply;
 }
@@ -108,7 +106,7 @@ export async function dataPlaneRoutes(app: App, deps: DataPlaneRouteDeps): Promi
         if (call.streamOpened) return reply;
         const durable = deps.durable();
         if (durable) await durable;
-        reply.headers(gatewayHeaders(call));
+        reply.headers(headerObject(gatewayHeaders(call)));
         throw err;
       }
       if (call.streamOpened) return reply;

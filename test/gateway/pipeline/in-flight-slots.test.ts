@@ -30,7 +30,7 @@ function call(key: string): Call {
     sessionId: undefined,
     tag: undefined,
     headers: {},
-    replyHeaders: {},
+    replyHeaders: [],
     noRoute: false,
     signal: controller.signal,
     abort: () => controller.abort(),
