@@ -3,6 +3,7 @@ import { HttpProblem } from '../../platform/errors.ts';
 import type { Call } from '../pipeline/call.ts';
 import { errorEvent } from '../providers/error-event.ts';
 import { Flight, type FlightOutcome, LeaderLost, leaderLost } from './flight.ts';
+import { slotOf } from './slot-table.ts';
 import type { Publisher, RemoteFlights } from './remote-flights.ts';
 import { EventSink } from './sse-events.ts';
 
@@ -316,13 +317,6 @@ export class InFlight {
       this.#count--;
     }
   }
-}
-
-/** 30 bits of a key's first characters (a cache key is a SHA-256 in base64url: they are as good as any). */
-function slotOf(key: string): number {
-  let slot = 0;
-  for (let i = 0; i < 8 && i < key.length; i++) slot = (Math.imul(slot, 31) + key.charCodeAt(i)) | 0;
-  return slot & 0x3fffffff;
 }
 
 function outcomeOf(call: Call): FlightOutcome {

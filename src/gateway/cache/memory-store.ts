@@ -1,7 +1,7 @@
 import type { Clock } from '../../platform/clock.ts';
 import type { AnswerStore } from './answer-store.ts';
 import type { CachedAnswer } from './cached-answer.ts';
-import { SlotTable } from './slot-table.ts';
+import { SlotTable, slotOf } from './slot-table.ts';
 
 /*
  * A record in the ring, at any byte offset (DataView-free Buffer reads are
@@ -13,10 +13,11 @@ import { SlotTable } from './slot-table.ts';
  *  20  u8   flags: REFERENCED once read since it was written
  *  21  u8   BODY_COMPLETION or BODY_CHUNKS
  *  22  u16  unused
- *  24  key (UTF-8), metadata (JSON: every field of the answer but its texts), then the body:
+ *  24  u32  the key's slot in the index (slotOf), so that freeing or moving the record needs not read its key back
+ *  28  key (UTF-8), metadata (JSON: every field of the answer but its texts), then the body:
  *      a completion's text to the record's end, or u32 count and per chunk u32 length + its text.
  */
-const HEADER = 24;
+const HEADER = 28;
 const REFERENCED = 1;
 const BODY_COMPLETION = 0;
 const BODY_CHUNKS = 1;
@@ -115,6 +116,7 @@ export class MemoryAnswerStore implements AnswerStore {
     ring.writeUInt32LE(metaBytes, at + 16);
     ring[at + 20] = 0;
     ring[at + 21] = chunks !== undefined ? BODY_CHUNKS : BODY_COMPLETION;
+    ring.writeUInt32LE(slot, at + 24);
     let p = at + HEADER;
     p += ring.write(key, p, 'utf8');
     p += ring.write(meta, p, 'utf8');
@@ -181,7 +183,7 @@ export class MemoryAnswerStore implements AnswerStore {
       moving.shift();
       next.copy(this.#ring!, at);
       this.#ring![at + 20] = 0;
-      this.#point(slotOf(this.#ring!.toString('utf8', at + HEADER, at + HEADER + next.readUInt32LE(4))), at, need);
+      this.#point(next.readUInt32LE(24), at, need);
     }
   }
 
@@ -190,8 +192,7 @@ export class MemoryAnswerStore implements AnswerStore {
     const ring = this.#ring!;
     const at = this.#tail;
     const size = ring.readUInt32LE(at);
-    const keyBytes = ring.readUInt32LE(at + 4);
-    const slot = slotOf(ring.toString('utf8', at + HEADER, at + HEADER + keyBytes));
+    const slot = ring.readUInt32LE(at + 24);
     let moved: Buffer | undefined;
     if (this.#index.get(slot) === at) {
       if ((ring[at + 20]! & REFERENCED) !== 0 && ring.readDoubleLE(at + 8) > this.#clock.now()) moved = Buffer.from(ring.subarray(at, at + size));
@@ -205,13 +206,6 @@ export class MemoryAnswerStore implements AnswerStore {
     }
     return moved;
   }
-}
-
-/** 30 bits of a key (a digest, so any bits will do) as a small integer, the index's own key. */
-function slotOf(key: string): number {
-  let slot = 0;
-  for (let i = 0; i < key.length; i++) slot = (Math.imul(slot, 31) + key.charCodeAt(i)) | 0;
-  return slot & 0x3fffffff;
 }
 
 function decode(ring: Buffer, at: number, keyBytes: number): CachedAnswer {

@@ -83,3 +83,10 @@ export class SlotTable {
 
 /** Slots are already hash bits; this spreads runs of nearby ones (tests use small integers). */
 const hash = (slot: number) => Math.imul(slot, 0x9e3779b1) >>> 0;
+
+/** 30 bits of a key (a digest, so any bits will do) as a small integer: a slot of the table. */
+export function slotOf(key: string): number {
+  let slot = 0;
+  for (let i = 0; i < key.length; i++) slot = (Math.imul(slot, 31) + key.charCodeAt(i)) | 0;
+  return slot & 0x3fffffff;
+}

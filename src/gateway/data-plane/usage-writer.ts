@@ -4,7 +4,7 @@ import { SqliteKysely } from '../../platform/db.ts';
 import type { GatewayDb, UsageRecordRow } from '../schema.ts';
 import { addToRollups } from '../usage-rollups.ts';
 import type { Orphan, UsageJournal } from './usage-journal.ts';
-import { encodeUsageRow } from './usage-row-json.ts';
+import { encodeUsageRow, USAGE_COLUMNS } from './usage-row-json.ts';
 import { UsageThread } from './usage-thread.ts';
 
 export interface UsageWriterOptions {
@@ -277,15 +277,6 @@ export function fixedChunks<T>(rows: readonly T[]): T[][] {
   return chunks;
 }
 
-/** Every column of a usage record, in the order their values are bound. */
-const COLUMNS = [
-  'request_id', 'tenant_id', 'key_id', 'session_id', 'tag', 'model_requested', 'model_used', 'provider', 'status',
-  'error_code', 'stream', 'prompt_tokens', 'cached_tokens', 'cache_write_tokens', 'completion_tokens', 'reasoning_tokens',
-  'saved_tokens', 'cost_usd', 'cost_saved_usd', 'cache_status', 'compaction', 'overhead_ms', 'upstream_ms', 'created_at',
-  'request_body', 'response_body', 'saved_cache_usd', 'saved_compaction_usd', 'saved_routing_usd', 'saved_prompt_cache_usd',
-  'compaction_saved_tokens', 'route_reason', 'attempts',
-] as const satisfies readonly (keyof UsageRecordRow)[];
-
 /** The SQL of an insert of `size` rows, per dialect (the adapter object): built with Kysely once, then only bound. */
 const insertSql = new WeakMap<object, Map<number, string>>();
 
@@ -293,7 +284,7 @@ const insertSql = new WeakMap<object, Map<number, string>>();
  * Inserts rows with one statement whose SQL is compiled once per chunk size
  * (returning the ids of those inserted):
  * building and compiling a 64-row insert with Kysely costs more than SQLite
- * takes to run it. Values are bound row after row, in COLUMNS order, as the
+ * takes to run it. Values are bound row after row, in USAGE_COLUMNS order (usage-row-json.ts), as the
  * compiled placeholders are laid out (Kysely numbers them row-major).
  */
 async function insertRows(db: GatewayDb, rows: readonly UsageRecordRow[]): Promise<string[]> {
@@ -305,7 +296,7 @@ async function insertRows(db: GatewayDb, rows: readonly UsageRecordRow[]): Promi
   }
   let text = bySize.get(rows.length);
   if (text === undefined) {
-    const template = Object.fromEntries(COLUMNS.map((c) => [c, 0])) as unknown as UsageRecordRow;
+    const template = Object.fromEntries(USAGE_COLUMNS.map((c) => [c, 0])) as unknown as UsageRecordRow;
     text = db
       .insertInto('usage_records')
       .values(rows.map(() => template))
@@ -315,7 +306,7 @@ async function insertRows(db: GatewayDb, rows: readonly UsageRecordRow[]): Promi
     bySize.set(rows.length, text);
   }
   const values: unknown[] = [];
-  for (const row of rows) for (const column of COLUMNS) values.push(row[column]);
+  for (const row of rows) for (const column of USAGE_COLUMNS) values.push(row[column]);
   const result = await db.executeQuery<{ request_id: string }>(CompiledQuery.raw(text, values));
   return result.rows.map((r) => r.request_id);
 }
