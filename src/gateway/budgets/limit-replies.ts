@@ -107,4 +107,3 @@ export function limitExceeded(counter: CounterSpec, state: CounterState, amount:
   headersOf(counter, state, now, headers);
   return new HttpProblem(429, code, detail, { type, headers: headerObject(headers) });
 }
-

@@ -65,11 +65,11 @@ export class UsageJournal {
   }
 
   /**
-   * Appends one record, as its JSON (usage-row-json.ts: the usage writer
-   * serializes each record once, for the journal and the usage thread); it is on disk (in
-   * the OS's cache) once {@link durable} resolves, or at once with `now`
-   * (with whatever else is pending): for a call whose answer has already
-   * left, a stream, which cannot wait for it.
+   * Appends one record, as its JSON line (usage-row-json.ts: the usage
+   * writer serializes each record once, for the journal and the usage
+   * thread); it is on disk (in the OS's cache) once {@link durable}
+   * resolves, or at once with `now` (with whatever else is pending): for a
+   * call whose answer has already left, a stream, which cannot wait for it.
    */
   append(json: string, now = false): void {
     this.#pending += `${json}\n`;

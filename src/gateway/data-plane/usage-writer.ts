@@ -284,8 +284,9 @@ const insertSql = new WeakMap<object, Map<number, string>>();
  * Inserts rows with one statement whose SQL is compiled once per chunk size
  * (returning the ids of those inserted):
  * building and compiling a 64-row insert with Kysely costs more than SQLite
- * takes to run it. Values are bound row after row, in USAGE_COLUMNS order (usage-row-json.ts), as the
- * compiled placeholders are laid out (Kysely numbers them row-major).
+ * takes to run it. Values are bound row after row, in USAGE_COLUMNS order
+ * (usage-row-json.ts), as the compiled placeholders are laid out (Kysely
+ * numbers them row-major).
  */
 async function insertRows(db: GatewayDb, rows: readonly UsageRecordRow[]): Promise<string[]> {
   const adapter = db.getExecutor().adapter;
