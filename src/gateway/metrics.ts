@@ -90,7 +90,7 @@ export function createGatewayMetrics(registry: Registry): GatewayMetrics {
     },
     observeCall(call) {
       const target = call.target;
-      const model = target?.entry ? `${target.provider.id}/${target.entry.id}` : target ? 'other' : 'none';
+      const model = target?.entry ? target.ref : target ? 'other' : 'none';
       const provider = target?.provider.id ?? 'none';
       calls.child(`${call.status}|${call.cacheStatus}|${provider}|${model}`, () => ({ status: call.status, model, provider, cache: call.cacheStatus })).inc();
       if (call.overheadMs !== undefined) overhead.child('', () => ({})).observe(call.overheadMs / 1000);

@@ -57,6 +57,8 @@ export interface CallTarget {
   provider: ProviderInfo;
   /** The provider's model id. */
   model: string;
+  /** `provider/model`: how the cache key, the attempts and the metrics name it. */
+  ref: string;
   entry: CatalogModel | undefined;
   adapter: ProviderAdapter;
   apiKey: string;

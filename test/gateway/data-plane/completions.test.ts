@@ -80,6 +80,20 @@ for (const kind of DB_KINDS) {
       assert.ok(key.last_used_at, 'the key shows when it was last used');
     });
 
+    test("a provider key replaced on the control plane is the one the very next call sends", async () => {
+      const tenant = await gw.tenant({ providers: ['openai'] });
+      const ask = () => tenant.openai.chat.completions.create({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'which key?' }] });
+      await ask();
+      assert.match(String(gw.fake.calls.last()!.headers.authorization), /^Bearer openai-secret-key-/);
+      const replaced = await gw.api('/api/v1/tenant/provider-keys', {
+        token: tenant.session,
+        body: { provider: 'openai', key: 'openai-replacement-key-XYZW', base_url: `${gw.fake.url}/v1` },
+      });
+      assert.equal(replaced.status, 201);
+      await ask();
+      assert.equal(gw.fake.calls.last()!.headers.authorization, 'Bearer openai-replacement-key-XYZW', 'not the key the first call went with');
+    });
+
     test('a bare model id resolves when one keyed provider lists it', async () => {
       const answer = await t.openai.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'bare' }] });
       assert.equal(answer.choices[0]?.message.content, 'echo: bare');

@@ -20,7 +20,7 @@ export function cacheStage(cache: ResponseCache): Stage {
     try {
       const policy = cache.policy(call.tenant);
       if (!policy.enabled) return next();
-      const key = cacheKey(call.tenant.tenantId, `${target.provider.id}/${target.model}`, call.body);
+      const key = cacheKey(call.tenant.tenantId, target.ref, call.body);
       call.cacheKey = key;
       found = cache.lookup(call.tenant.tenantId, key, policy.ttlMs);
     } catch (err) {

@@ -39,6 +39,24 @@ export interface RoutingStageDeps {
 export function routingStage(deps: RoutingStageDeps): Stage {
   // One policy per tenant context: a context is replaced when its keys or settings change, so is its policy.
   const policies = new WeakMap<TenantContext, RoutingPolicy>();
+  // The targets of a tenant context, by catalog model: made once, not on every call (a target is never changed once
+  // made). Only catalog models: the policy keeps one RouteModel for each, where a model it does not list (any text a
+  // client sends) is a new one on every call, which would grow this without bound.
+  const targetsOf = new WeakMap<TenantContext, Map<RouteModel, CallTarget>>();
+  const targetFor = (call: Call, m: RouteModel): CallTarget => {
+    if (m.entry === undefined) return target(call, deps.adapters, m);
+    let made = targetsOf.get(call.tenant);
+    if (made === undefined) {
+      made = new Map();
+      targetsOf.set(call.tenant, made);
+    }
+    let found = made.get(m);
+    if (found === undefined) {
+      found = target(call, deps.adapters, m);
+      made.set(m, found);
+    }
+    return found;
+  };
   return async function route(call, next) {
     const settings = call.tenant.settings.routing ?? {};
     const auto = call.modelRequested === AUTO_MODEL;
@@ -75,9 +93,9 @@ export function routingStage(deps: RoutingStageDeps): Stage {
     }
     if (chosen === undefined) throw modelNotFound(call.modelRequested);
     const fallbacks = call.noRoute ? [] : policy.fallbacks(chosen, call.modelRequested, fit, deps.config.defaultFallbacks);
-    call.targets = [target(call, deps.adapters, chosen)];
+    call.targets = [targetFor(call, chosen)];
     for (const m of fallbacks) {
-      if (call.tenant.providerKeys.has(m.provider.id) && deps.adapters.has(m.provider.id)) call.targets.push(target(call, deps.adapters, m));
+      if (call.tenant.providerKeys.has(m.provider.id) && deps.adapters.has(m.provider.id)) call.targets.push(targetFor(call, m));
     }
     call.target = call.targets[0];
 
@@ -120,7 +138,7 @@ function target(call: Call, adapters: ReadonlyMap<string, ProviderAdapter>, m: R
   const key = call.tenant.providerKeys.get(m.provider.id);
   const adapter = adapters.get(m.provider.id);
   if (!key || !adapter) throw noProviderKey(m.provider.id);
-  return { provider: m.provider, model: m.model, entry: m.entry, adapter, apiKey: key.apiKey, baseUrl: key.baseUrl };
+  return { provider: m.provider, model: m.model, ref: m.ref, entry: m.entry, adapter, apiKey: key.apiKey, baseUrl: key.baseUrl };
 }
 
 /** The same request with its sizes ignored: tells "too large for every window" from "no model takes this kind of request". */

@@ -57,7 +57,7 @@ export function upstreamStage(settings: UpstreamSettings, reliability: Reliabili
     let refused: Set<string> | undefined;
     let openForMs = Number.POSITIVE_INFINITY;
     for (const target of targets) {
-      const ref = `${target.provider.id}/${target.model}`;
+      const ref = target.ref;
       if (refused?.has(target.provider.id)) continue;
       const circuit = `${target.provider.id} ${target.baseUrl.origin}`;
       if (!breakers.admit(circuit, target.provider.id)) {
