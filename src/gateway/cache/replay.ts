@@ -56,5 +56,6 @@ export function nameProducer(call: Call, providerId: string, model: string | und
   const provider = findProvider(providerId);
   if (!provider) return;
   const routed = call.targets.find((t) => t.provider.id === providerId);
-  call.target = routed ?? { ...target, provider, model: model ?? target.model, entry: catalogEntry(providerId, model ?? target.model) };
+  const named = model ?? target.model;
+  call.target = routed ?? { ...target, provider, model: named, ref: `${provider.id}/${named}`, entry: catalogEntry(providerId, named) };
 }

@@ -71,6 +71,26 @@ for (const kind of DB_KINDS) {
       assert.equal(response.headers.get('x-gateway-route-reason'), 'fallback from openai/gpt-4o-mini (rate_limit_exceeded)');
     });
 
+    test('an answer a fallback produced, replayed from the cache to a call that cannot route there: X-Gateway-Model and the metrics name its producer', async () => {
+      const routing = { fallbacks: { 'openai/gpt-4o-mini': ['openai/gpt-5-nano', 'anthropic/claude-haiku-4-5'] } };
+      const settings = (more: object) => gw.api('/api/v1/tenant', { method: 'PATCH', token: t.session, body: { settings: { routing, ...more } } });
+      assert.equal((await settings({ cache: { enabled: true } })).status, 200);
+      try {
+        gw.fake.setBehaviour({ fault: '500' });
+        const first = await ask();
+        assert.equal(first.response.headers.get('x-gateway-model'), 'anthropic/claude-haiku-4-5');
+        const labels = { status: '200', model: 'anthropic/claude-haiku-4-5', provider: 'anthropic', cache: 'hit' };
+        const counted = await metric(gw, 'gateway_calls_total', labels);
+        // Exactly the model named: Anthropic is not among this call's targets, yet its answer is the entry.
+        const again = await t.openai.chat.completions.create({ model: 'openai/gpt-4o-mini', messages: MESSAGES }, { headers: { 'x-gateway-no-route': 'true' } }).withResponse();
+        assert.equal(again.response.headers.get('x-gateway-cache'), 'hit');
+        assert.equal(again.response.headers.get('x-gateway-model'), 'anthropic/claude-haiku-4-5');
+        assert.equal(await metric(gw, 'gateway_calls_total', labels), counted + 1, 'counted under the model that produced the answer');
+      } finally {
+        assert.equal((await settings({ cache: null })).status, 200, "the suite's other tests call uncached");
+      }
+    });
+
     test('500s: retried, then the fallbacks in order, the other provider answering; X-Gateway-Model names it', async () => {
       gw.fake.setBehaviour({ fault: '500' });
       const { data, response } = await ask();
