@@ -4,7 +4,7 @@ import { describe, test } from 'node:test';
 import { pino } from 'pino';
 import type { Flight } from '../../../src/gateway/cache/flight.ts';
 import { InFlight } from '../../../src/gateway/cache/in-flight.ts';
-import { type Call, unanswered } from '../../../src/gateway/pipeline/call.ts';
+import type { Call } from '../../../src/gateway/pipeline/call.ts';
 
 /**
  * The flights in progress are found by 30 bits of their key (in-flight.ts):
@@ -15,43 +15,28 @@ import { type Call, unanswered } from '../../../src/gateway/pipeline/call.ts';
  */
 const SUFFIX = 'x'.repeat(41);
 
+/** A call with only what dedup (in-flight.ts, flight.ts) and the replay of a shared answer read or write. */
 function call(key: string): Call {
   const controller = new AbortController();
   return {
-    requestId: key,
-    startedAt: performance.now(),
-    receivedAt: Date.now(),
-    principal: { tenantId: 't', keyId: 'k' },
     tenant: { tenantId: 't' },
-    body: { model: 'm', messages: [] },
     stream: false,
     includeUsage: false,
-    modelRequested: 'm',
-    sessionId: undefined,
-    tag: undefined,
-    headers: {},
-    replyHeaders: [],
-    noRoute: false,
     signal: controller.signal,
     abort: () => controller.abort(),
     onClientClose: undefined,
-    log: pino({ level: 'silent' }),
     response: new PassThrough(),
     openStream: () => {},
-    target: undefined,
     targets: [],
-    routeReason: undefined,
     attempts: [],
-    promptCache: undefined,
     noCache: false,
     cacheKey: key,
     cacheStatus: 'miss',
-    cacheAgeS: undefined,
-    compaction: 'none',
-    compactionSavedTokens: 0,
     tokensSaved: 0,
     saved: { cache: 0, compaction: 0, routing: 0, promptCache: 0 },
-    ...unanswered(),
+    status: 200,
+    upstreamMs: 0,
+    streamOpened: false,
   } as unknown as Call;
 }
 
