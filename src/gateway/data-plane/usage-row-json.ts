@@ -94,11 +94,87 @@ export function encodeUsageRow(r: UsageRecordRow): string {
  * A record from its line: the array {@link encodeUsageRow} makes, or the
  * object earlier versions of the gateway journaled (a segment left by one
  * is still recovered). Throws on a line that is not JSON (one cut short).
+ * The record is an object literal, spelled out: one made by assigning the
+ * 33 fields by computed name went to V8's dictionary mode (past a dozen
+ * properties added by keyed stores), and every later read of a field, by
+ * the insert and the rollups on the usage thread, was a hash lookup.
  */
 export function decodeUsageRow(line: string): UsageRecordRow {
   const value: unknown = JSON.parse(line);
   if (!Array.isArray(value)) return value as UsageRecordRow;
-  const row: Record<string, unknown> = {};
-  for (let i = 0; i < USAGE_COLUMNS.length; i++) row[USAGE_COLUMNS[i]!] = value[i] ?? null;
-  return row as unknown as UsageRecordRow;
+  const v = value as unknown[];
+  return {
+    request_id: v[0] ?? null,
+    tenant_id: v[1] ?? null,
+    key_id: v[2] ?? null,
+    session_id: v[3] ?? null,
+    tag: v[4] ?? null,
+    model_requested: v[5] ?? null,
+    model_used: v[6] ?? null,
+    provider: v[7] ?? null,
+    status: v[8] ?? null,
+    error_code: v[9] ?? null,
+    stream: v[10] ?? null,
+    prompt_tokens: v[11] ?? null,
+    cached_tokens: v[12] ?? null,
+    cache_write_tokens: v[13] ?? null,
+    completion_tokens: v[14] ?? null,
+    reasoning_tokens: v[15] ?? null,
+    saved_tokens: v[16] ?? null,
+    cost_usd: v[17] ?? null,
+    cost_saved_usd: v[18] ?? null,
+    saved_cache_usd: v[19] ?? null,
+    saved_compaction_usd: v[20] ?? null,
+    saved_routing_usd: v[21] ?? null,
+    saved_prompt_cache_usd: v[22] ?? null,
+    compaction_saved_tokens: v[23] ?? null,
+    route_reason: v[24] ?? null,
+    attempts: v[25] ?? null,
+    cache_status: v[26] ?? null,
+    compaction: v[27] ?? null,
+    overhead_ms: v[28] ?? null,
+    upstream_ms: v[29] ?? null,
+    created_at: v[30] ?? null,
+    request_body: v[31] ?? null,
+    response_body: v[32] ?? null,
+  } as UsageRecordRow;
+}
+
+/** Appends a record's values to `into`, in USAGE_COLUMNS order (spelled out, as in encodeUsageRow): the insert's bound values. */
+export function pushUsageValues(r: UsageRecordRow, into: unknown[]): void {
+  into.push(
+    r.request_id,
+    r.tenant_id,
+    r.key_id,
+    r.session_id,
+    r.tag,
+    r.model_requested,
+    r.model_used,
+    r.provider,
+    r.status,
+    r.error_code,
+    r.stream,
+    r.prompt_tokens,
+    r.cached_tokens,
+    r.cache_write_tokens,
+    r.completion_tokens,
+    r.reasoning_tokens,
+    r.saved_tokens,
+    r.cost_usd,
+    r.cost_saved_usd,
+    r.saved_cache_usd,
+    r.saved_compaction_usd,
+    r.saved_routing_usd,
+    r.saved_prompt_cache_usd,
+    r.compaction_saved_tokens,
+    r.route_reason,
+    r.attempts,
+    r.cache_status,
+    r.compaction,
+    r.overhead_ms,
+    r.upstream_ms,
+    r.created_at,
+    r.request_body,
+    r.response_body,
+  );
 }

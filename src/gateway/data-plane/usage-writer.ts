@@ -4,7 +4,7 @@ import { SqliteKysely } from '../../platform/db.ts';
 import type { GatewayDb, UsageRecordRow } from '../schema.ts';
 import { addToRollups } from '../usage-rollups.ts';
 import type { Orphan, UsageJournal } from './usage-journal.ts';
-import { encodeUsageRow, USAGE_COLUMNS } from './usage-row-json.ts';
+import { encodeUsageRow, pushUsageValues, USAGE_COLUMNS } from './usage-row-json.ts';
 import { UsageThread } from './usage-thread.ts';
 
 export interface UsageWriterOptions {
@@ -307,7 +307,7 @@ async function insertRows(db: GatewayDb, rows: readonly UsageRecordRow[]): Promi
     bySize.set(rows.length, text);
   }
   const values: unknown[] = [];
-  for (const row of rows) for (const column of USAGE_COLUMNS) values.push(row[column]);
+  for (const row of rows) pushUsageValues(row, values);
   const result = await db.executeQuery<{ request_id: string }>(CompiledQuery.raw(text, values));
   return result.rows.map((r) => r.request_id);
 }
