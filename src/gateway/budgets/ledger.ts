@@ -22,6 +22,11 @@ export interface CounterSpec {
   window: BudgetWindow;
   /** counterName's answer, kept once asked (the budgets stage reuses a key's counters while their windows last). */
   name?: string;
+  /** The limit as its x-ratelimit-limit-* header says it, kept once written (limit-replies.ts). */
+  limitText?: string;
+  /** The whole seconds to the window's end last written in x-ratelimit-reset-*, and how (limit-replies.ts). */
+  resetSeconds?: number;
+  resetText?: string;
 }
 
 /** A counter as read: settled consumption and what calls in flight hold. */

@@ -25,7 +25,10 @@ const amountText = (kind: LimitKind, n: number) => (kind === 'usd' ? `$${formatU
 
 /** OpenAI's duration format for the reset headers: `45s`, `6m0s`, `23h59m59s`. */
 export function resetText(ms: number): string {
-  const total = Math.max(1, Math.ceil(ms / 1000));
+  return secondsText(Math.max(1, Math.ceil(ms / 1000)));
+}
+
+function secondsText(total: number): string {
   const h = Math.floor(total / 3600);
   const m = Math.floor((total % 3600) / 60);
   const s = total % 60;
@@ -37,17 +40,28 @@ function remaining(counter: CounterSpec, state: CounterState): number {
   return counter.kind === 'usd' ? left : Math.floor(left);
 }
 
+/**
+ * The three headers of a counter. What changes only with the limit or once
+ * a second (the limit, the time to reset) is kept on the counter, which
+ * the budgets stage reuses while its window lasts: written afresh, they
+ * were most of this stage's own time per call.
+ */
 function headersOf(counter: CounterSpec, state: CounterState, now: number, into: HeaderList): void {
   const [limit, remainingName, reset] = NAMES[counter.kind];
   const left = remaining(counter, state);
   const usd = counter.kind === 'usd';
+  const seconds = Math.max(1, Math.ceil((counter.window.end - now) / 1000));
+  if (counter.resetSeconds !== seconds) {
+    counter.resetSeconds = seconds;
+    counter.resetText = secondsText(seconds);
+  }
   into.push(
     limit,
-    usd ? formatUsd(counter.limit) : String(counter.limit),
+    (counter.limitText ??= usd ? formatUsd(counter.limit) : String(counter.limit)),
     remainingName,
     usd ? formatUsd(left) : String(left),
     reset,
-    resetText(counter.window.end - now),
+    counter.resetText!,
   );
 }
 

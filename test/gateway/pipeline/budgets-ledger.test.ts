@@ -102,6 +102,13 @@ describe('what a limited client is told', () => {
       '11h59m30s',
     ]);
     assert.deepEqual([resetText(1), resetText(360_000), resetText(3_600_000 * 30 + 61_000)], ['1s', '6m0s', '30h1m1s']);
+    // The same counters (the budgets stage keeps a key's), asked again later in their windows: the time left moves on.
+    const later = rateLimitHeaders(counters, [
+      { used: 2, reserved: 0 },
+      { used: 100, reserved: 0 },
+      { used: 8, reserved: 0 },
+    ], NOW + 12_500);
+    assert.deepEqual(later.filter((_, i) => i % 2 === 1), ['10', '2', '18s', '5000', '4900', '11h59m18s']);
   });
 });
 
