@@ -3,7 +3,11 @@ import { promptCacheKey } from '../../prompt-cache/cache-key.ts';
 import { promptCacheWanted } from '../../prompt-cache/mode.ts';
 import { planPromptCache } from '../../prompt-cache/plan.ts';
 import { promptCacheSavedUsd } from '../../prompt-cache/savings.ts';
-import type { CallTarget, Stage } from '../call.ts';
+import type { TenantContext } from '../../data-plane/tenant-context.ts';
+import type { Call, CallTarget, Stage } from '../call.ts';
+
+/** Sessions whose prompt_cache_key a tenant context keeps at most. */
+const MAX_KEPT_KEYS = 10_000;
 
 /**
  * Provider prompt caching: the gateway marks where a request's stable
@@ -21,6 +25,24 @@ import type { CallTarget, Stage } from '../call.ts';
  *    makes it negative.
  */
 export function promptCacheStage(): Stage {
+  // Each tenant context's keys by session: a session's calls send the same key, hashed once, not on every call. Bounded
+  // (cleared when full); a context is replaced when the tenant's keys or settings change, and its keys go with it.
+  const keysOf = new WeakMap<TenantContext, Map<string, string>>();
+  const keyFor = (call: Call): string => {
+    let keys = keysOf.get(call.tenant);
+    if (keys === undefined) {
+      keys = new Map();
+      keysOf.set(call.tenant, keys);
+    }
+    const session = call.sessionId ?? '';
+    let key = keys.get(session);
+    if (key === undefined) {
+      if (keys.size >= MAX_KEPT_KEYS) keys.clear();
+      key = promptCacheKey(call.tenant.tenantId, call.sessionId);
+      keys.set(session, key);
+    }
+    return key;
+  };
   // Not an async function: a call without prompt caching (no session, or turned off) goes on with no promise of its own.
   return function placePromptCache(call, next) {
     try {
@@ -31,7 +53,7 @@ export function promptCacheStage(): Stage {
         messages: call.body.messages,
         tools: call.body['tools'],
         minimum: breakpointMinimum(targets),
-        key: takesKey ? promptCacheKey(call.principal.tenantId, call.sessionId) : undefined,
+        key: takesKey ? keyFor(call) : undefined,
       });
     } catch (err) {
       return Promise.reject(err);
