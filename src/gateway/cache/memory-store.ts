@@ -9,20 +9,29 @@ import { SlotTable, slotOf } from './slot-table.ts';
  *   0  u32  the record's length in bytes, header included
  *   4  u32  the key's length in bytes
  *   8  f64  expiry, epoch ms
- *  16  u32  the metadata's length in bytes
+ *  16  u32  the usage chunk's length in bytes (streams that reported usage)
  *  20  u8   flags: REFERENCED once read since it was written
  *  21  u8   BODY_COMPLETION or BODY_CHUNKS
- *  22  u16  unused
+ *  22  u8   which of the answer's optional fields it has: HAS_USAGE, HAS_COST, HAS_USAGE_CHUNK
+ *  23  u8   unused
  *  24  u32  the key's slot in the index (slotOf), so that freeing or moving the record needs not read its key back
- *  28  key (UTF-8), metadata (JSON: every field of the answer but its texts), then the body:
+ *  28  f64  createdAt, then f64 costUsd, then TokenUsage's five counts as f64, in its order (decode's
+ *           literal is typed: a count added to TokenUsage fails type checking until it is kept here too)
+ *  84  u16  the provider's length in bytes, u16 the model's
+ *  88  key, provider, model, usage chunk (all UTF-8), then the body:
  *      a completion's text to the record's end, or u32 count and per chunk u32 length + its text.
+ * The answer's fields are binary: written as JSON and read back with
+ * JSON.parse, a store of a typical answer (about 600 bytes) took 1.47
+ * against 0.98 µs, a read 0.49 against 0.33 µs, and the record was about
+ * 140 bytes longer (200,000 stores into a 64 MiB ring, Node 24).
  */
-const HEADER = 28;
+const HEADER = 88;
 const REFERENCED = 1;
 const BODY_COMPLETION = 0;
 const BODY_CHUNKS = 1;
-
-type Meta = Omit<CachedAnswer, 'completion' | 'chunks'>;
+const HAS_USAGE = 1;
+const HAS_COST = 2;
+const HAS_USAGE_CHUNK = 4;
 
 /**
  * The in-process store: every answer serialized into one ring of
@@ -91,18 +100,18 @@ export class MemoryAnswerStore implements AnswerStore {
   }
 
   set(_tenantId: string, key: string, answer: CachedAnswer, ttlMs: number, maxEntryBytes = this.#maxEntryBytes): void {
-    const { completion, chunks } = answer;
-    // The metadata named field by field: a rest pattern (`...fields`) copied the answer into a new object on every store.
-    const fields: Meta = { v: 1, provider: answer.provider, model: answer.model, createdAt: answer.createdAt, usage: answer.usage, costUsd: answer.costUsd, usageChunk: answer.usageChunk };
-    const meta = JSON.stringify(fields);
+    const { completion, chunks, usage, costUsd, usageChunk } = answer;
     const keyBytes = Buffer.byteLength(key);
-    const metaBytes = Buffer.byteLength(meta);
-    let size = HEADER + keyBytes + metaBytes;
+    const providerBytes = Buffer.byteLength(answer.provider);
+    const modelBytes = Buffer.byteLength(answer.model);
+    const usageChunkBytes = usageChunk === undefined ? 0 : Buffer.byteLength(usageChunk);
+    let size = HEADER + keyBytes + providerBytes + modelBytes + usageChunkBytes;
     if (chunks !== undefined) {
       size += 4;
       for (const chunk of chunks) size += 4 + Buffer.byteLength(chunk);
     } else size += Buffer.byteLength(completion ?? '');
-    if (size > Math.min(maxEntryBytes, this.#maxEntryBytes) || size > this.#capacity) return;
+    // A provider or model name past 64 KiB cannot be recorded (nor is it a real one): not kept.
+    if (size > Math.min(maxEntryBytes, this.#maxEntryBytes) || size > this.#capacity || providerBytes > 0xffff || modelBytes > 0xffff) return;
     this.#ring ??= Buffer.allocUnsafeSlow(this.#capacity);
     const ring = this.#ring;
     // An earlier answer to the same request is superseded now, so that it is not kept as a second chance below.
@@ -113,13 +122,27 @@ export class MemoryAnswerStore implements AnswerStore {
     ring.writeUInt32LE(size, at);
     ring.writeUInt32LE(keyBytes, at + 4);
     ring.writeDoubleLE(this.#clock.now() + ttlMs, at + 8);
-    ring.writeUInt32LE(metaBytes, at + 16);
+    ring.writeUInt32LE(usageChunkBytes, at + 16);
     ring[at + 20] = 0;
     ring[at + 21] = chunks !== undefined ? BODY_CHUNKS : BODY_COMPLETION;
+    ring[at + 22] = (usage !== undefined ? HAS_USAGE : 0) | (costUsd !== undefined ? HAS_COST : 0) | (usageChunk !== undefined ? HAS_USAGE_CHUNK : 0);
     ring.writeUInt32LE(slot, at + 24);
+    ring.writeDoubleLE(answer.createdAt, at + 28);
+    ring.writeDoubleLE(costUsd ?? 0, at + 36);
+    if (usage !== undefined) {
+      ring.writeDoubleLE(usage.promptTokens, at + 44);
+      ring.writeDoubleLE(usage.cachedTokens, at + 52);
+      ring.writeDoubleLE(usage.cacheWriteTokens, at + 60);
+      ring.writeDoubleLE(usage.completionTokens, at + 68);
+      ring.writeDoubleLE(usage.reasoningTokens, at + 76);
+    }
+    ring.writeUInt16LE(providerBytes, at + 84);
+    ring.writeUInt16LE(modelBytes, at + 86);
     let p = at + HEADER;
     p += ring.write(key, p, 'utf8');
-    p += ring.write(meta, p, 'utf8');
+    p += ring.write(answer.provider, p, 'utf8');
+    p += ring.write(answer.model, p, 'utf8');
+    if (usageChunk !== undefined) p += ring.write(usageChunk, p, 'utf8');
     if (chunks !== undefined) {
       ring.writeUInt32LE(chunks.length, p);
       p += 4;
@@ -210,12 +233,30 @@ export class MemoryAnswerStore implements AnswerStore {
 
 function decode(ring: Buffer, at: number, keyBytes: number): CachedAnswer {
   const end = at + ring.readUInt32LE(at);
-  const metaAt = at + HEADER + keyBytes;
-  const bodyAt = metaAt + ring.readUInt32LE(at + 16);
-  const meta = JSON.parse(ring.toString('utf8', metaAt, bodyAt)) as Meta;
-  // One shape whatever JSON left out (undefined fields).
-  const answer: CachedAnswer = { v: 1, provider: meta.provider, model: meta.model, createdAt: meta.createdAt, usage: meta.usage, costUsd: meta.costUsd };
-  if (meta.usageChunk !== undefined) answer.usageChunk = meta.usageChunk;
+  const has = ring[at + 22]!;
+  const providerAt = at + HEADER + keyBytes;
+  const modelAt = providerAt + ring.readUInt16LE(at + 84);
+  const usageChunkAt = modelAt + ring.readUInt16LE(at + 86);
+  const bodyAt = usageChunkAt + ring.readUInt32LE(at + 16);
+  // One shape whatever the answer left out (undefined fields).
+  const answer: CachedAnswer = {
+    v: 1,
+    provider: ring.toString('utf8', providerAt, modelAt),
+    model: ring.toString('utf8', modelAt, usageChunkAt),
+    createdAt: ring.readDoubleLE(at + 28),
+    usage:
+      (has & HAS_USAGE) === 0
+        ? undefined
+        : {
+            promptTokens: ring.readDoubleLE(at + 44),
+            cachedTokens: ring.readDoubleLE(at + 52),
+            cacheWriteTokens: ring.readDoubleLE(at + 60),
+            completionTokens: ring.readDoubleLE(at + 68),
+            reasoningTokens: ring.readDoubleLE(at + 76),
+          },
+    costUsd: (has & HAS_COST) === 0 ? undefined : ring.readDoubleLE(at + 36),
+  };
+  if ((has & HAS_USAGE_CHUNK) !== 0) answer.usageChunk = ring.toString('utf8', usageChunkAt, bodyAt);
   if (ring[at + 21] === BODY_COMPLETION) {
     answer.completion = ring.toString('utf8', bodyAt, end);
     return answer;

@@ -186,7 +186,7 @@ describe('in-memory store', () => {
       provider: 'anthropic',
       model: 'claude-x',
       createdAt: 1234,
-      usage: { promptTokens: 5, completionTokens: 7, cachedTokens: 2 } as CachedAnswer['usage'],
+      usage: { promptTokens: 5, completionTokens: 7, cachedTokens: 2, cacheWriteTokens: 1, reasoningTokens: 3 },
       costUsd: 0.000125,
       chunks: ['{"a":"é 😀 \\u0000"}', '', 'ﻼ\u200f\n'],
       usageChunk: '{"usage":{}}',
@@ -200,7 +200,19 @@ describe('in-memory store', () => {
   test('whatever the sequence of stores and reads, a read answers the last answer kept under its key or nothing, the newest entry is kept, and the bound holds (property)', async () => {
     const text = fc.oneof(fc.string({ maxLength: 300 }), fc.string({ unit: 'grapheme', maxLength: 80 }));
     const op = fc.oneof(
-      fc.record({ kind: fc.constant('set' as const), key: fc.integer({ min: 0, max: 12 }), texts: fc.option(fc.array(text, { maxLength: 6 }), { nil: undefined }), body: text, ttl: fc.integer({ min: 1, max: 50 }) }),
+      fc.record({
+        kind: fc.constant('set' as const),
+        key: fc.integer({ min: 0, max: 12 }),
+        texts: fc.option(fc.array(text, { maxLength: 6 }), { nil: undefined }),
+        body: text,
+        ttl: fc.integer({ min: 1, max: 50 }),
+        usage: fc.option(
+          fc.record({ promptTokens: fc.nat(), cachedTokens: fc.nat(), cacheWriteTokens: fc.nat(), completionTokens: fc.nat(), reasoningTokens: fc.nat() }, { noNullPrototype: true }),
+          { nil: undefined },
+        ),
+        costUsd: fc.option(fc.double({ noNaN: true }), { nil: undefined }),
+        model: fc.string({ unit: 'grapheme', maxLength: 20 }),
+      }),
       fc.record({ kind: fc.constant('get' as const), key: fc.integer({ min: 0, max: 12 }) }),
       fc.record({ kind: fc.constant('tick' as const), ms: fc.integer({ min: 1, max: 20 }) }),
     );
@@ -217,7 +229,7 @@ describe('in-memory store', () => {
           }
           const key = `key-${o.key}`;
           if (o.kind === 'set') {
-            const base = { v: 1 as const, provider: 'p', model: `m${serial++}`, createdAt: clock.now(), usage: undefined, costUsd: undefined };
+            const base = { v: 1 as const, provider: 'p', model: `${o.model}${serial++}`, createdAt: clock.now(), usage: o.usage, costUsd: o.costUsd };
             const a: CachedAnswer = o.texts ? { ...base, chunks: o.texts, usageChunk: o.body } : { ...base, completion: o.body };
             await store.set('t', key, a, o.ttl);
             // One too large for the ring is not kept, and an earlier answer to the same request may still be read.
