@@ -55,9 +55,10 @@ function headersOf(counter: CounterSpec, state: CounterState, now: number, into:
     counter.resetSeconds = seconds;
     counter.resetText = secondsText(seconds);
   }
+  counter.limitText ??= usd ? formatUsd(counter.limit) : String(counter.limit);
   into.push(
     limit,
-    (counter.limitText ??= usd ? formatUsd(counter.limit) : String(counter.limit)),
+    counter.limitText,
     remainingName,
     usd ? formatUsd(left) : String(left),
     reset,
