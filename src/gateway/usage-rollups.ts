@@ -191,11 +191,22 @@ function addMeasures(row: RollupRow, add: UsageMeasures): void {
   r.cache_misses += add.cache_misses;
 }
 
-/** The same tenant and labels (`labels` of the spec): the two records add to the same row of a period. */
-function sameLabels(a: RollupSource, b: RollupSource, labels: readonly RollupLabel[]): boolean {
-  if (a.tenant_id !== b.tenant_id) return false;
-  for (const l of labels) if (labelOf(a, l) !== labelOf(b, l)) return false;
-  return true;
+/**
+ * How far a record's labels match the record before it, as the rollup
+ * tables group them: 0 another tenant; 1 the same tenant; 2 also the same
+ * key, models and tag; 3 also the same session. Compared as stored (a
+ * missing tag and an empty one differ here, though they share a row): a
+ * mismatch only sends the record the slower way, by its row's key.
+ */
+function likeness(a: RollupSource | undefined, b: RollupSource): number {
+  if (a === undefined || a.tenant_id !== b.tenant_id) return 0;
+  if (a.key_id !== b.key_id || a.model_requested !== b.model_requested || a.model_used !== b.model_used || a.tag !== b.tag) return 1;
+  return a.session_id === b.session_id ? 3 : 2;
+}
+
+/** The likeness two records need to add to the same row of a table with these labels (when in the same period). */
+function likenessNeeded(labels: readonly RollupLabel[]): number {
+  return labels.length === 0 ? 1 : labels.includes('session_id') ? 3 : 2;
 }
 
 /** The latency rollup row of the last record's tenant and period for `bucket`, made the first time. */
@@ -233,8 +244,9 @@ export function rollUp(records: readonly RollupSource[]): { table: keyof Gateway
   const sums = ROLLUPS.map((spec) => ({
     spec,
     ms: GRAIN_MS[spec.grain],
+    needed: likenessNeeded(spec.labels),
     rows: new Map<string, RollupRow>(),
-    last: undefined as { record: RollupSource; period: number; row: RollupRow } | undefined,
+    last: undefined as { period: number; row: RollupRow } | undefined,
   }));
   const latency = LATENCY_ROLLUPS.map((spec) => ({
     spec,
@@ -243,15 +255,18 @@ export function rollUp(records: readonly RollupSource[]): { table: keyof Gateway
     /** The rows of the last record's tenant and period, by bucket. */
     last: undefined as LatencyGroup | undefined,
   }));
+  let previous: RollupSource | undefined;
   for (const record of records) {
     const add = measuresOf(record);
+    // Every table's last row is the previous record's: how alike the two are says, per table, whether it is this one's.
+    const alike = likeness(previous, record);
+    previous = record;
     for (const table of sums) {
       const { spec } = table;
       const period = Math.floor(record.created_at / table.ms);
       const last = table.last;
-      if (last !== undefined && last.period === period && sameLabels(last.record, record, spec.labels)) {
+      if (last !== undefined && last.period === period && alike >= table.needed) {
         addMeasures(last.row, add);
-        last.record = record;
         continue;
       }
       const labels = spec.labels.map((l) => labelOf(record, l));
@@ -265,7 +280,7 @@ export function rollUp(records: readonly RollupSource[]): { table: keyof Gateway
         });
         table.rows.set(id, row);
       }
-      table.last = { record, period, row };
+      table.last = { period, row };
     }
     const total = latencyBucket(record.overhead_ms + record.upstream_ms);
     const overhead = latencyBucket(record.overhead_ms);
