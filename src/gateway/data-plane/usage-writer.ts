@@ -299,7 +299,8 @@ const CHUNK_SIZES = [64, 16, 4, 1];
  * prepared statements per text: batches of every size from 1 to 500 would
  * keep hundreds of large statements (a 500-row insert compiles to tens of
  * thousands of VM instructions), which grew the gateway's memory by tens of
- * MiB per 100,000 calls. Four sizes bound that to four statements.
+ * MiB per 100,000 calls. Four sizes bound that to four statements per form
+ * (with RETURNING and without: insertRows), and as many per rollup table.
  */
 export function fixedChunks<T>(rows: readonly T[]): T[][] {
   const chunks: T[][] = [];
