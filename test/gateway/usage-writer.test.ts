@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import pino from 'pino';
 import { SqliteKysely } from '../../src/platform/db.ts';
 import { UsageJournal } from '../../src/gateway/data-plane/usage-journal.ts';
-import { decodeUsageRow, encodeUsageRow, pushUsageValues, USAGE_COLUMNS } from '../../src/gateway/data-plane/usage-row-json.ts';
+import { decodeUsageRow, encodeUsageRow, USAGE_COLUMNS, usageValues } from '../../src/gateway/data-plane/usage-row-json.ts';
 import { UsageThread } from '../../src/gateway/data-plane/usage-thread.ts';
 import { UsageWriter } from '../../src/gateway/data-plane/usage-writer.ts';
 import type { UsageRecordRow } from '../../src/gateway/schema.ts';
@@ -286,9 +286,7 @@ describe('usage records as journal lines', () => {
     assert.deepEqual(decodeUsageRow(JSON.stringify(full)), full, "an earlier gateway's object line reads the same");
     assert.throws(() => decodeUsageRow(line.slice(0, 40)), SyntaxError, 'a line cut short is refused');
     // The insert binds these in the order of its columns, USAGE_COLUMNS.
-    const bound: unknown[] = ['before'];
-    pushUsageValues(full, bound);
-    assert.deepEqual(bound, ['before', ...USAGE_COLUMNS.map((c) => full[c])], "the insert's values, each under its column");
+    assert.deepEqual(usageValues(full), USAGE_COLUMNS.map((c) => full[c]), "the insert's values, each under its column");
   });
 });
 

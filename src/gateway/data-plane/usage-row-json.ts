@@ -51,9 +51,9 @@ type Missing = Exclude<keyof UsageRecordRow, (typeof USAGE_COLUMNS)[number]>;
 const everyField: [Missing] extends [never] ? true : Missing = true;
 void everyField;
 
-/** The record's line: its values in USAGE_COLUMNS order (spelled out: a loop over the names reads each field by a computed name). */
-export function encodeUsageRow(r: UsageRecordRow): string {
-  return JSON.stringify([
+/** The record's values in USAGE_COLUMNS order (spelled out: a loop over the names reads each field by a computed name): its line's array, and the insert's bound values. */
+export function usageValues(r: UsageRecordRow): unknown[] {
+  return [
     r.request_id,
     r.tenant_id,
     r.key_id,
@@ -87,7 +87,12 @@ export function encodeUsageRow(r: UsageRecordRow): string {
     r.created_at,
     r.request_body,
     r.response_body,
-  ]);
+  ];
+}
+
+/** The record's line. */
+export function encodeUsageRow(r: UsageRecordRow): string {
+  return JSON.stringify(usageValues(r));
 }
 
 /**
@@ -138,43 +143,4 @@ export function decodeUsageRow(line: string): UsageRecordRow {
     request_body: v[31] ?? null,
     response_body: v[32] ?? null,
   } as UsageRecordRow;
-}
-
-/** Appends a record's values to `into`, in USAGE_COLUMNS order (spelled out, as in encodeUsageRow): the insert's bound values. */
-export function pushUsageValues(r: UsageRecordRow, into: unknown[]): void {
-  into.push(
-    r.request_id,
-    r.tenant_id,
-    r.key_id,
-    r.session_id,
-    r.tag,
-    r.model_requested,
-    r.model_used,
-    r.provider,
-    r.status,
-    r.error_code,
-    r.stream,
-    r.prompt_tokens,
-    r.cached_tokens,
-    r.cache_write_tokens,
-    r.completion_tokens,
-    r.reasoning_tokens,
-    r.saved_tokens,
-    r.cost_usd,
-    r.cost_saved_usd,
-    r.saved_cache_usd,
-    r.saved_compaction_usd,
-    r.saved_routing_usd,
-    r.saved_prompt_cache_usd,
-    r.compaction_saved_tokens,
-    r.route_reason,
-    r.attempts,
-    r.cache_status,
-    r.compaction,
-    r.overhead_ms,
-    r.upstream_ms,
-    r.created_at,
-    r.request_body,
-    r.response_body,
-  );
 }

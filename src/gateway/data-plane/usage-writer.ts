@@ -4,7 +4,7 @@ import { SqliteKysely } from '../../platform/db.ts';
 import type { GatewayDb, UsageRecordRow } from '../schema.ts';
 import { addToRollups } from '../usage-rollups.ts';
 import type { Orphan, UsageJournal } from './usage-journal.ts';
-import { encodeUsageRow, pushUsageValues, USAGE_COLUMNS } from './usage-row-json.ts';
+import { encodeUsageRow, USAGE_COLUMNS, usageValues } from './usage-row-json.ts';
 import { UsageThread } from './usage-thread.ts';
 
 export interface UsageWriterOptions {
@@ -344,7 +344,7 @@ async function insertRows(db: GatewayDb, rows: readonly UsageRecordRow[], return
     texts.set(id, text);
   }
   const values: unknown[] = [];
-  for (const row of rows) pushUsageValues(row, values);
+  for (const row of rows) values.push(...usageValues(row));
   const result = await db.executeQuery<{ request_id: string }>(CompiledQuery.raw(text, values));
   return returning ? result.rows.map((r) => r.request_id) : Number(result.numAffectedRows ?? -1);
 }
