@@ -18,7 +18,7 @@ export function canonicalJson(value: unknown): string {
     return `${out}]`;
   }
   const record = value as Record<string, unknown>;
-  const keys = Object.keys(record).sort();
+  const keys = sortedKeys(record);
   let out = '{';
   let first = true;
   for (const key of keys) {
@@ -28,4 +28,25 @@ export function canonicalJson(value: unknown): string {
     first = false;
   }
   return `${out}}`;
+}
+
+/**
+ * The object's keys in Array.prototype.sort's default order (UTF-16 code
+ * units, which `<` compares too), by insertion into the array Object.keys
+ * made: a request's objects have a handful of keys, and the built-in sort
+ * allocates a work area on every call (about 700 bytes a call under
+ * benchmark 5's load, the most of any one site in the cache key).
+ */
+function sortedKeys(record: Record<string, unknown>): string[] {
+  const keys = Object.keys(record);
+  for (let i = 1; i < keys.length; i++) {
+    const key = keys[i]!;
+    let at = i;
+    while (at > 0 && keys[at - 1]! > key) {
+      keys[at] = keys[at - 1]!;
+      at--;
+    }
+    keys[at] = key;
+  }
+  return keys;
 }

@@ -161,10 +161,17 @@ function rank(models: readonly RouteModel[], fit: PromptFit, keep: (m: RouteMode
     if (!keep(m)) continue;
     const cost = fit.estimate(m.entry) ?? Number.POSITIVE_INFINITY;
     const tier = m.tier ?? 9;
+    // Shifted by hand: splice would make an array of the (no) removed elements each time.
     let at = out.length;
-    while (at > 0 && (costs[at - 1]! > cost || (costs[at - 1] === cost && (out[at - 1]!.tier ?? 9) > tier))) at--;
-    out.splice(at, 0, m);
-    costs.splice(at, 0, cost);
+    out.push(m);
+    costs.push(cost);
+    while (at > 0 && (costs[at - 1]! > cost || (costs[at - 1] === cost && (out[at - 1]!.tier ?? 9) > tier))) {
+      out[at] = out[at - 1]!;
+      costs[at] = costs[at - 1]!;
+      at--;
+    }
+    out[at] = m;
+    costs[at] = cost;
   }
   return out;
 }

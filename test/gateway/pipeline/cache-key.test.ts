@@ -89,6 +89,25 @@ describe('cache key', () => {
   test('canonical JSON sorts keys at every depth and keeps array order', () => {
     assert.equal(canonicalJson({ b: [3, { d: 1, c: 2 }], a: 'x', u: undefined }), '{"a":"x","b":[3,{"c":2,"d":1}]}');
   });
+
+  test("canonical JSON orders keys as Array.prototype.sort does (the key's versioned format): integer-like, astral and any other keys", () => {
+    // The order the format was defined with: Object.keys, then the built-in sort (UTF-16 code units).
+    const reference = (value: unknown): string => {
+      if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
+      if (Array.isArray(value)) return `[${value.map(reference).join(',')}]`;
+      const record = value as Record<string, unknown>;
+      const parts = Object.keys(record)
+        .sort()
+        .filter((k) => record[k] !== undefined)
+        .map((k) => `${JSON.stringify(k)}:${reference(record[k])}`);
+      return `{${parts.join(',')}}`;
+    };
+    const key = fc.oneof(fc.string({ maxLength: 6 }), fc.string({ unit: 'binary', maxLength: 4 }), fc.nat({ max: 200 }).map(String));
+    const value = fc.letrec((tie) => ({
+      node: fc.oneof({ depthSize: 'small' }, fc.jsonValue({ maxDepth: 1 }), fc.dictionary(key, tie('node'), { maxKeys: 12 }), fc.array(tie('node'), { maxLength: 3 })),
+    })).node;
+    fc.assert(fc.property(value, (v) => canonicalJson(v) === reference(v)));
+  });
 });
 
 describe('answer shapes', () => {
