@@ -20,6 +20,13 @@ let applied = false;
  * one run in three, at 6.5 to 7 MB and 12 to 15 ms per pause, for the
  * rest of the run; without it, 0.1 MB and 2 ms, and 25 to 40 % more calls
  * per second (bench/lib/report.ts, benchmark 5).
+ *
+ * The young generation keeps V8's own size (it can only be set when the
+ * process starts: node --max-semi-space-size). Measured on the gateway at
+ * benchmark 5's latency load (bench/ab.ts, one interleaved run each):
+ * semi-spaces of 64 and 128 MiB cost 3 % and 9 % more CPU per call on the
+ * main thread (fewer scavenges, but every allocation in memory no cache
+ * holds), and 1 or 4 MiB made the p99 worse (more scavenges).
  */
 export function applyV8Tuning(): void {
   if (applied) return;
