@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
 import { describe, test } from 'node:test';
+import { Worker } from 'node:worker_threads';
 import fc from 'fast-check';
 import { chunksToCompletion, completionToChunks } from '../../../src/gateway/cache/answer-format.ts';
 import { cacheKey } from '../../../src/gateway/cache/cache-key.ts';
@@ -107,6 +109,37 @@ describe('cache key', () => {
       node: fc.oneof({ depthSize: 'small' }, fc.jsonValue({ maxDepth: 1 }), fc.dictionary(key, tie('node'), { maxKeys: 12 }), fc.array(tie('node'), { maxLength: 3 })),
     })).node;
     fc.assert(fc.property(value, (v) => canonicalJson(v) === reference(v)));
+    // Objects with more keys than are sorted by insertion, in the same order.
+    const wide = fc.dictionary(key, fc.integer(), { minKeys: 17, maxKeys: 60 });
+    fc.assert(fc.property(wide, (v) => canonicalJson(v) === reference(v)));
+  });
+
+  // A client's body may hold an object of any size: its keys are not sorted in time growing with their count squared
+  // (by insertion, 100,000 keys took 32 s here; with the built-in sort, under 0.1 s). In a worker, so that the
+  // deadline can fire while it works.
+  test('canonical JSON of an object with 100,000 keys in reverse order ends within 10 s', async () => {
+    const module = new URL('../../../src/gateway/cache/canonical-json.ts', import.meta.url).href;
+    const worker = new Worker(
+      `import(${JSON.stringify(module)}).then(({ canonicalJson }) => {
+        const wide = {};
+        for (let i = 100000; i > 0; i--) wide['k' + String(i).padStart(6, '0')] = i;
+        require('node:worker_threads').parentPort.postMessage(canonicalJson(wide).slice(0, 30));
+      })`,
+      { eval: true },
+    );
+    let deadline: NodeJS.Timeout | undefined;
+    try {
+      const head = await Promise.race([
+        once(worker, 'message').then(([m]) => m as string),
+        new Promise<never>((_, reject) => {
+          deadline = setTimeout(() => reject(new Error('canonicalJson took more than 10 s for 100,000 keys')), 10_000);
+        }),
+      ]);
+      assert.equal(head, '{"k000001":1,"k000002":2,"k000');
+    } finally {
+      clearTimeout(deadline);
+      await worker.terminate();
+    }
   });
 });
 
