@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 import { HttpProblem } from '../platform/errors.ts';
 import type { GatewayDeps } from './deps.ts';
-import { upstreamForbiddenAddress, upstreamInvalid, upstreamTimeout, upstreamUnreachable } from './openai-errors.ts';
+import { upstreamInvalid, upstreamTimeout, upstreamUnreachable } from './openai-errors.ts';
 import { loadProviderKeys } from './provider-keys.ts';
 import { adapterFor } from './providers/adapters.ts';
 import { findProvider } from './providers/registry.ts';
@@ -80,8 +80,7 @@ const TIMEOUTS = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 
 function transportProblem(provider: string, err: unknown, signal: AbortSignal): HttpProblem {
   if (err instanceof HttpProblem) return err;
   const code = (err as { code?: unknown } | null)?.code;
-  const causeCode = (err as { cause?: { code?: unknown } } | null)?.cause?.code;
-  if (code === 'forbidden_address' || causeCode === 'forbidden_address') return upstreamForbiddenAddress(provider);
+  // A forbidden address is "could not be reached", as an unresolvable name is (the data plane's transportError): one answer for both.
   if (signal.aborted || (typeof code === 'string' && TIMEOUTS.has(code))) return upstreamTimeout(provider, err);
   if (err instanceof SyntaxError) return upstreamInvalid(provider, err);
   return upstreamUnreachable(provider, err);

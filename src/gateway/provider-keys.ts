@@ -34,8 +34,17 @@ const REFUSALS: Record<UpstreamRefusalCode, string> = {
   userinfo_not_allowed: 'invalid_base_url',
   fragment_not_allowed: 'invalid_base_url',
   forbidden_address: 'base_url_not_allowed',
-  dns_failed: 'base_url_unresolvable',
+  dns_failed: 'base_url_not_allowed',
 };
+
+/**
+ * A host that resolves to a private address and one that does not resolve
+ * get this same answer: two answers would tell a tenant which internal
+ * names exist (`https://db.internal/v1`), as the account service's metadata
+ * fetch learnt (one failure message for every fetch failure).
+ */
+const NOT_ALLOWED =
+  'base_url refused: its host must resolve, and only to public addresses (a private, loopback, link-local or reserved address, or a name that does not resolve, is refused; GATEWAY_ALLOW_PRIVATE_UPSTREAMS can allow self-hosted upstreams).';
 
 /**
  * The base URL as it will be stored (no trailing slash), checked by the
@@ -49,8 +58,10 @@ async function requireBaseUrl(deps: Pick<GatewayDeps, 'config'>, provider: Provi
   }
   const check = await checkUpstreamUrl(baseUrl.trim(), upstreamPolicy(deps.config.allowPrivateUpstreams), lookup);
   if (!check.ok) {
-    const hint = check.code === 'forbidden_address' || check.code === 'insecure_scheme' ? ' (GATEWAY_ALLOW_PRIVATE_UPSTREAMS can allow self-hosted upstreams)' : '';
-    throw fieldProblem(REFUSALS[check.code], 'base_url', `base_url refused: ${check.message}${hint}.`);
+    const code = REFUSALS[check.code];
+    if (code === 'base_url_not_allowed') throw fieldProblem(code, 'base_url', NOT_ALLOWED);
+    const hint = check.code === 'insecure_scheme' ? ' (GATEWAY_ALLOW_PRIVATE_UPSTREAMS can allow self-hosted upstreams)' : '';
+    throw fieldProblem(code, 'base_url', `base_url refused: ${check.message}${hint}.`);
   }
   return check.url.href.replace(/\/+$/, '');
 }
