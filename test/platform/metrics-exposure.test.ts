@@ -4,7 +4,7 @@ import pino from 'pino';
 import { loadAuthConfig } from '../../src/auth/config.ts';
 import { createAuthService } from '../../src/auth/service.ts';
 import { loadGatewayConfig } from '../../src/gateway/config.ts';
-import { ConfigError } from '../../src/platform/config.ts';
+import type { ConfigError } from '../../src/platform/config.ts';
 import { freshDatabase, type TestDatabase } from '../helpers/database.ts';
 import { type LiveGateway, startLiveGateway } from '../helpers/gateway-service.ts';
 
