@@ -32,7 +32,18 @@ export interface GatewayConfig extends SharedSettings {
   accounts: AccountsSignIn | undefined;
   magicLinkTtlMs: number;
   sessionTtlMs: number;
-  limits: { signup: RateSetting; magicLink: RateSetting; magicLinkPerEmail: RateSetting; verify: RateSetting };
+  limits: {
+    signup: RateSetting;
+    magicLink: RateSetting;
+    magicLinkPerEmail: RateSetting;
+    verify: RateSetting;
+    /** Per workspace: API keys created. */
+    apiKeyCreate: RateSetting;
+    /** Per workspace: provider keys stored or tested (each resolves a host or calls the provider). */
+    providerKeys: RateSetting;
+  };
+  /** Live (unrevoked) API keys a workspace may hold. */
+  maxApiKeysPerTenant: number;
   trustProxy: TrustProxy;
   /** Control-plane JSON bodies. */
   controlBodyLimit: number;
@@ -161,7 +172,10 @@ export function loadGatewayConfig(env: Record<string, string | undefined> = proc
       magicLink: r.rate('GATEWAY_LIMIT_MAGIC_LINK', { points: 10, durationSeconds: 3600 }),
       magicLinkPerEmail: r.rate('GATEWAY_LIMIT_MAGIC_LINK_PER_EMAIL', { points: 3, durationSeconds: 3600 }),
       verify: r.rate('GATEWAY_LIMIT_MAGIC_LINK_VERIFY', { points: 30, durationSeconds: 300 }),
+      apiKeyCreate: r.rate('GATEWAY_LIMIT_API_KEY_CREATE', { points: 30, durationSeconds: 3600 }),
+      providerKeys: r.rate('GATEWAY_LIMIT_PROVIDER_KEYS', { points: 60, durationSeconds: 3600 }),
     },
+    maxApiKeysPerTenant: r.int('GATEWAY_MAX_API_KEYS_PER_TENANT', 100, 1, 10_000),
     trustProxy: 'value' in trustProxy ? trustProxy.value : false,
     controlBodyLimit: 64 * 1024,
     bodyLimit: r.int('GATEWAY_BODY_LIMIT_BYTES', 32 * 1024 * 1024, 1024, 512 * 1024 * 1024),

@@ -2,7 +2,7 @@ import type { Readable } from 'node:stream';
 import { HttpProblem } from '../platform/errors.ts';
 import type { GatewayDeps } from './deps.ts';
 import { upstreamInvalid, upstreamTimeout, upstreamUnreachable } from './openai-errors.ts';
-import { loadProviderKeys } from './provider-keys.ts';
+import { loadProviderKeys, takeProviderKeyPoint } from './provider-keys.ts';
 import { adapterFor } from './providers/adapters.ts';
 import { findProvider } from './providers/registry.ts';
 
@@ -30,10 +30,15 @@ export type KeyCheck =
  * provider or the network did: that is the answer shown; a key not stored
  * is a 404.
  */
-export async function checkProviderKey(deps: Pick<GatewayDeps, 'db' | 'config' | 'upstream'>, tenantId: string, providerId: string): Promise<KeyCheck> {
+export async function checkProviderKey(
+  deps: Pick<GatewayDeps, 'db' | 'config' | 'upstream' | 'limiters' | 'metrics'>,
+  tenantId: string,
+  providerId: string,
+): Promise<KeyCheck> {
   const provider = findProvider(providerId);
   const notStored = () => new HttpProblem(404, 'provider_key_not_found', `No ${provider?.name ?? 'such'} key is stored for this workspace.`);
   if (!provider) throw notStored();
+  await takeProviderKeyPoint(deps, tenantId);
   const keys = await loadProviderKeys(deps.db, [deps.config.encryptionKey, ...deps.config.previousEncryptionKeys], tenantId);
   const credentials = keys.get(provider.id);
   if (!credentials) throw notStored();

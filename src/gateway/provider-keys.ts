@@ -1,6 +1,6 @@
 import { decryptWithAny, encrypt } from '../platform/crypto.ts';
 import type { RotationCount } from '../platform/key-rotation.ts';
-import { fieldProblem, HttpProblem } from '../platform/errors.ts';
+import { fieldProblem, HttpProblem, tooManyRequests } from '../platform/errors.ts';
 import { checkUpstreamUrl, type UpstreamRefusalCode } from '../platform/safe-connect.ts';
 import type { LookupFn } from '../platform/safe-fetch.ts';
 import type { GatewayDeps } from './deps.ts';
@@ -66,9 +66,21 @@ async function requireBaseUrl(deps: Pick<GatewayDeps, 'config'>, provider: Provi
   return check.url.href.replace(/\/+$/, '');
 }
 
+/**
+ * One point of the workspace's provider-key bucket (GATEWAY_LIMIT_PROVIDER_KEYS),
+ * taken before each store or test: each resolves a host the tenant chose,
+ * or calls the provider, and tells every replica to drop the tenant's cache.
+ */
+export async function takeProviderKeyPoint(deps: Pick<GatewayDeps, 'limiters' | 'metrics'>, tenantId: string): Promise<void> {
+  const bucket = await deps.limiters.providerKeys.consume(tenantId);
+  if (bucket.allowed) return;
+  deps.metrics.rateLimited.inc({ bucket: 'provider_keys' });
+  throw tooManyRequests('rate_limited', 'Too many provider keys were stored or tested for this workspace recently; try again later.', bucket.retryAfterMs);
+}
+
 /** Stores (or replaces) the tenant's key for a provider; then tells the data plane's caches. */
 export async function putProviderKey(
-  deps: Pick<GatewayDeps, 'db' | 'clock' | 'config' | 'tenantChanged'>,
+  deps: Pick<GatewayDeps, 'db' | 'clock' | 'config' | 'tenantChanged' | 'limiters' | 'metrics'>,
   tenantId: string,
   input: { provider: string; key: string; baseUrl?: string | undefined },
   lookup?: LookupFn,
@@ -76,6 +88,7 @@ export async function putProviderKey(
   const provider = requireProvider(input.provider);
   const key = input.key.trim();
   if (key.length < 8) throw fieldProblem('invalid_key', 'key', 'The provider key must be at least 8 characters.');
+  await takeProviderKeyPoint(deps, tenantId);
   const baseUrl = await requireBaseUrl(deps, provider, input.baseUrl, lookup);
   const now = deps.clock.now();
   const row = {

@@ -71,6 +71,8 @@ export async function startTestGateway(kind: DbKind, env: Record<string, string>
     GATEWAY_LIMIT_MAGIC_LINK: '1000/3600',
     GATEWAY_LIMIT_MAGIC_LINK_PER_EMAIL: '1000/3600',
     GATEWAY_LIMIT_MAGIC_LINK_VERIFY: '1000/300',
+    GATEWAY_LIMIT_API_KEY_CREATE: '1000/3600',
+    GATEWAY_LIMIT_PROVIDER_KEYS: '1000/3600',
     ...(database.url ? { GATEWAY_DATABASE_URL: database.url } : {}),
     ...env,
   });
@@ -88,7 +90,14 @@ export async function startTestGateway(kind: DbKind, env: Record<string, string>
     config,
     log,
     metrics: createMetrics('gateway', false),
-    limiters: { signup: limiter('signup'), magicLink: limiter('magicLink'), magicLinkPerEmail: limiter('magicLinkPerEmail'), verify: limiter('verify') },
+    limiters: {
+      signup: limiter('signup'),
+      magicLink: limiter('magicLink'),
+      magicLinkPerEmail: limiter('magicLinkPerEmail'),
+      verify: limiter('verify'),
+      apiKeyCreate: limiter('apiKeyCreate'),
+      providerKeys: limiter('providerKeys'),
+    },
     redis: undefined,
     outbox: { clock, key: config.encryptionKey },
     mailQueued: () => {
