@@ -68,6 +68,8 @@ export interface GatewayConfig extends SharedSettings {
   /** retentionMs: usage records (and any stored bodies) older than this are purged. */
   /** journalDir: where records wait on disk until written (undefined: GATEWAY_USAGE_JOURNAL_DIR=off). */
   usage: { flushMs: number; batchSize: number; retentionMs: number; journalDir: string | undefined };
+  /** Bodies kept for tenants that store them (stored-bodies.ts): each capped at maxBytes, a tenant's together at quotaBytes. */
+  storedBodies: { maxBytes: number; quotaBytes: number };
   purgeIntervalMs: number;
   /** Budgets and limits (docs/gateway-budgets.md): output tokens reserved when a call names no max_tokens; how long a reservation outlives a replica that died holding it. */
   budgets: { defaultOutputTokens: number; reservationTtlMs: number };
@@ -202,6 +204,10 @@ export function loadGatewayConfig(env: Record<string, string | undefined> = proc
       batchSize: r.int('GATEWAY_USAGE_BATCH_SIZE', 500, 1, 10_000),
       retentionMs: r.int('GATEWAY_USAGE_RETENTION_DAYS', 90, 1, 3650) * DAY,
       journalDir: journalDir(r.string('GATEWAY_USAGE_JOURNAL_DIR'), dataDir),
+    },
+    storedBodies: {
+      maxBytes: r.int('GATEWAY_STORED_BODY_MAX_BYTES', 1024 * 1024, 1024, 16 * 1024 * 1024),
+      quotaBytes: r.int('GATEWAY_STORED_BODIES_QUOTA_BYTES', 256 * 1024 * 1024, 0, 1024 * 1024 * 1024 * 1024),
     },
     purgeIntervalMs: r.int('GATEWAY_PURGE_INTERVAL_MINUTES', 60, 1, 1440) * MINUTE,
     budgets: {

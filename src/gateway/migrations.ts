@@ -2,6 +2,7 @@ import { type Migration, SqliteAdapter, sql } from 'kysely';
 import { jobRunsMigration } from '../platform/jobs.ts';
 import { outboxMigration } from '../platform/mail.ts';
 import type { GatewayDb } from './schema.ts';
+import { rebuildStoredBodyBytes } from './stored-body-bytes.ts';
 import { LATENCY_ROLLUPS, MEASURES, periodColumn, rebuildUsageRollups, ROLLUPS } from './usage-rollups.ts';
 
 /** Migrations of the gateway, applied in key order; the same on SQLite and PostgreSQL. */
@@ -179,6 +180,26 @@ export const gatewayMigrations: Record<string, Migration> = {
         .columns(['tenant_id', 'created_at', 'request_id', 'status'])
         .where(sql<boolean>`(status < 200 or status > 299)`)
         .execute();
+    },
+  },
+  /**
+   * Stored bodies bounded per tenant (stored-body-bytes.ts, the usage stage's
+   * stored-bodies.ts): what became of each call's bodies, and the bytes each
+   * tenant stored per day, filled here from the bodies already stored (one
+   * pass over the records) so that they count against the quota too.
+   */
+  '0010_storage_quota': {
+    async up(db) {
+      await db.schema.alterTable('usage_records').addColumn('body_storage', 'text').execute();
+      const sqlite = db.getExecutor().adapter instanceof SqliteAdapter;
+      const create = db.schema
+        .createTable('stored_body_bytes')
+        .addColumn('tenant_id', 'text', (c) => c.notNull())
+        .addColumn('day', 'bigint', (c) => c.notNull())
+        .addColumn('bytes', 'double precision', (c) => c.notNull())
+        .addPrimaryKeyConstraint('stored_body_bytes_pk', ['tenant_id', 'day']);
+      await (sqlite ? create.modifyEnd(sql`without rowid`) : create).execute();
+      await rebuildStoredBodyBytes(db as GatewayDb);
     },
   },
 };

@@ -3,6 +3,7 @@ import { outboxPurgeTarget, type PurgeTarget, purgeRows } from '../platform/purg
 import type { GatewayConfig } from './config.ts';
 import type { GatewayDeps } from './deps.ts';
 import type { GatewayTables } from './schema.ts';
+import { storedBodyBytesPurgeTarget } from './stored-body-bytes.ts';
 import { GRAIN_MS, LATENCY_ROLLUPS, periodColumn, ROLLUPS } from './usage-rollups.ts';
 
 const DAY = 86_400_000;
@@ -25,6 +26,7 @@ export const GATEWAY_PURGE_TARGETS: readonly PurgeTarget<GatewayConfig>[] = [
   outboxPurgeTarget,
   { table: 'usage_records', key: 'request_id', condition: (eb, now, config) => eb('created_at', '<', now - config.usage.retentionMs) },
   { table: 'api_keys', condition: (eb, now, config) => eb('revoked_at', '<', now - config.usage.retentionMs) },
+  storedBodyBytesPurgeTarget,
   ...[...ROLLUPS, ...LATENCY_ROLLUPS].map(({ table, grain }) => ({
     table,
     // The hour (or day) as the key: the condition is on it alone, so every row of a chosen hour meets it.

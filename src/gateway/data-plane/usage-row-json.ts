@@ -44,6 +44,7 @@ export const USAGE_COLUMNS = [
   'created_at',
   'request_body',
   'response_body',
+  'body_storage',
 ] as const satisfies readonly (keyof UsageRecordRow)[];
 
 // Every field of a record has a column here (a field added to the row and forgotten here fails type checking).
@@ -87,6 +88,7 @@ export function usageValues(r: UsageRecordRow): unknown[] {
     r.created_at,
     r.request_body,
     r.response_body,
+    r.body_storage,
   ];
 }
 
@@ -142,5 +144,6 @@ export function decodeUsageRow(line: string): UsageRecordRow {
     created_at: v[30] ?? null,
     request_body: v[31] ?? null,
     response_body: v[32] ?? null,
+    body_storage: v[33] ?? null,
   } as UsageRecordRow;
 }

@@ -2,6 +2,7 @@ import { CompiledQuery } from 'kysely';
 import type { Logger } from 'pino';
 import { SqliteKysely } from '../../platform/db.ts';
 import type { GatewayDb, UsageRecordRow } from '../schema.ts';
+import { addStoredBodyBytes } from '../stored-body-bytes.ts';
 import { addToRollups } from '../usage-rollups.ts';
 import type { Orphan, UsageJournal } from './usage-journal.ts';
 import { encodeUsageRow, USAGE_COLUMNS, usageValues } from './usage-row-json.ts';
@@ -274,6 +275,7 @@ export async function insertUsageRecords(db: GatewayDb, records: readonly UsageR
   // A batch may hold one request_id twice (a journal replayed beside the live queue): the first is the one inserted.
   const added = records.filter((r) => inserted.delete(r.request_id));
   await addToRollups(db, added);
+  await addStoredBodyBytes(db, added);
   return added.length;
 }
 
@@ -288,6 +290,7 @@ async function insertNewUsageRecords(db: GatewayDb, records: readonly UsageRecor
     if ((await insertRows(db, rows, false)) !== rows.length) throw new AlreadyStored('a usage record of the batch is stored already');
   }
   await addToRollups(db, records);
+  await addStoredBodyBytes(db, records);
 }
 
 /** Statement sizes, largest first: every multi-row insert has one of these row counts. */
