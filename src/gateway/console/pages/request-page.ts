@@ -231,23 +231,24 @@ function bodiesSection(r: RequestDetail, storing: boolean, config: Pick<GatewayC
     );
   }
   const flags = (r.body_storage ?? '').split(',');
-  const cutAt = size(config.storedBodies.maxBytes);
   return section(
     'bodies',
     'Bodies',
-    `<h3>Request</h3>${bodyBlock('request-body', 'Request body', r.request_body, 'Not kept.', flags.includes('request_truncated') ? cutAt : undefined)}
-    <h3>Response</h3>${bodyBlock('response-body', 'Response body', r.response_body, r.error_code ? `None: the call failed (${escapeHtml(r.error_code)}).` : 'Not kept.', flags.includes('response_truncated') ? cutAt : undefined)}`,
+    `<h3>Request</h3>${bodyBlock('request-body', 'Request body', r.request_body, 'Not kept.', flags.includes('request_truncated'))}
+    <h3>Response</h3>${bodyBlock('response-body', 'Response body', r.response_body, r.error_code ? `None: the call failed (${escapeHtml(r.error_code)}).` : 'Not kept.', flags.includes('response_truncated'))}`,
   );
 }
 
 /**
  * A body, escaped, pretty-printed when it is JSON, in a block that scrolls (and takes the keyboard's focus to scroll).
- * `truncatedAt`: the body was kept only up to that size (GATEWAY_STORED_BODY_MAX_BYTES), which the page says.
+ * `truncated`: the body was cut when it was stored (GATEWAY_STORED_BODY_MAX_BYTES then), which the page says.
  */
-function bodyBlock(id: string, label: string, text: string | null, absent: string, truncatedAt?: string): string {
+function bodyBlock(id: string, label: string, text: string | null, absent: string, truncated = false): string {
   if (text === null) return `<p>${absent}</p>`;
-  const truncated = truncatedAt ? `<p class="notice truncated" role="note">Truncated: only the first ${truncatedAt} of this body were kept; the rest was cut when it was stored.</p>` : '';
-  return truncated + shownBody(id, label, text);
+  const note = truncated
+    ? `<p class="notice truncated" role="note">Truncated: only the first ${size(Buffer.byteLength(text))} of this body were kept; the rest was cut when it was stored.</p>`
+    : '';
+  return note + shownBody(id, label, text);
 }
 
 function shownBody(id: string, label: string, text: string): string {
