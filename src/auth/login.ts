@@ -5,7 +5,7 @@ import type { AuthDeps } from './deps.ts';
 import { newSignInEmail } from './emails.ts';
 import { inTurn } from './attempt-turns.ts';
 import { addressKey, clearAddressFailures, clearedAccount, recordFailure, releaseAttempt, takeAttempt, waitFor } from './login-failures.ts';
-import { dummyHash, PASSWORD_MAX, passwordLength, verifyPassword } from './passwords.ts';
+import { dummyHash, hashCost, hashPassword, PASSWORD_MAX, passwordLength, verifyPassword } from './passwords.ts';
 import { toUser, type User } from './schema.ts';
 import { createSession } from './sessions.ts';
 
@@ -57,8 +57,9 @@ const accountLocked = (retryAfterMs: number) =>
  * 5. a right password on an unverified account ends the attempt and answers 403;
  * 6. success, in one transaction, only if the account's hash is still the
  *    one just verified (a reset or change that committed meanwhile makes it
- *    a failure, issue 31 A3): reset both counts, open a session and queue
- *    the "new sign-in" email (the worker sends it after the reply).
+ *    a failure, issue 31 A3): reset both counts, store the hash again at
+ *    AUTH_BCRYPT_COST if it was made at another cost (A5), open a session
+ *    and queue the "new sign-in" email (the worker sends it after the reply).
  */
 export async function login(deps: AuthDeps, input: LoginInput, options: LoginOptions = { surface: 'api' }): Promise<LoginResult> {
   const limit = await deps.limiters.login.consume(input.ip);
@@ -103,13 +104,15 @@ async function attemptLogin(deps: AuthDeps, input: LoginInput, surface: LoginOpt
     throw new HttpProblem(403, 'email_not_verified', 'Confirm your email address before signing in.');
   }
 
+  // A hash made at another cost is replaced, so old-cost accounts stop answering faster than unknown addresses.
+  const rehashed = hashCost(user.password_hash) === config.bcryptCost ? undefined : await hashPassword(input.password, config.bcryptCost);
   const now = clock.now();
   const session = await db.transaction().execute(async (trx) => {
     // The row lock this update takes orders it with a reset's or change's update of the same row (PostgreSQL);
     // SQLite runs one write transaction at a time. Either way the reset's revocation sees this session, or this sees its hash.
     const current = await trx
       .updateTable('users')
-      .set(clearedAccount(attempt.heldAccount))
+      .set({ ...clearedAccount(attempt.heldAccount), ...(rehashed ? { password_hash: rehashed } : {}) })
       .where('id', '=', user.id)
       .where('password_hash', '=', user.password_hash)
       .returning('id')
