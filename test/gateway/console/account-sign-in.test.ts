@@ -358,6 +358,12 @@ for (const kind of DB_KINDS) describe(`the console's "Sign in with your account"
     gw.clock.advance(300_000);
     assert.equal((await home(jar)).status, 200);
     assert.match(refreshes().at(-1)!.form.get('refresh_token')!, /^ort_r\d+$/, 'the rotated token is presented next');
+    // Uses at once when a check is due: one refresh (a second would present a rotated token: a reuse, which revokes the grant).
+    gw.clock.advance(300_000);
+    const count = refreshes().length;
+    const pages = await Promise.all(Array.from({ length: 5 }, () => gw.request('GET', '/', { headers: { cookie: jar.header() } })));
+    assert.deepEqual(pages.map((p) => p.status), [200, 200, 200, 200, 200]);
+    assert.equal(refreshes().length, count + 1, 'one check claimed for five uses');
   });
 
   test('a refused grant (the password was reset at the account service, or access revoked) ends the session at its next use, in the console and the API', async () => {
