@@ -32,6 +32,10 @@ export interface GatewayConfig extends SharedSettings {
   accounts: AccountsSignIn | undefined;
   magicLinkTtlMs: number;
   sessionTtlMs: number;
+  /** GATEWAY_CONFIRM_TTL_HOURS: how long an API sign-up's confirmation link works (and holds the address against another sign-up). */
+  confirmTtlMs: number;
+  /** GATEWAY_ACCOUNTS_SESSION_CHECK_SECONDS: how often a console session opened through the account service rechecks its grant there. */
+  accountsSessionCheckMs: number;
   limits: { signup: RateSetting; magicLink: RateSetting; magicLinkPerEmail: RateSetting; verify: RateSetting };
   trustProxy: TrustProxy;
   /** Control-plane JSON bodies. */
@@ -156,6 +160,8 @@ export function loadGatewayConfig(env: Record<string, string | undefined> = proc
     accounts,
     magicLinkTtlMs: 15 * MINUTE,
     sessionTtlMs: r.int('GATEWAY_SESSION_TTL_DAYS', 30, 1, 365) * DAY,
+    confirmTtlMs: r.int('GATEWAY_CONFIRM_TTL_HOURS', 24, 1, 168) * HOUR,
+    accountsSessionCheckMs: r.int('GATEWAY_ACCOUNTS_SESSION_CHECK_SECONDS', 300, 30, 86_400) * 1000,
     limits: {
       signup: r.rate('GATEWAY_LIMIT_SIGNUP', { points: 10, durationSeconds: 3600 }),
       magicLink: r.rate('GATEWAY_LIMIT_MAGIC_LINK', { points: 10, durationSeconds: 3600 }),

@@ -2,6 +2,7 @@ import { type Migration, SqliteAdapter, sql } from 'kysely';
 import { jobRunsMigration } from '../platform/jobs.ts';
 import { outboxMigration } from '../platform/mail.ts';
 import type { GatewayDb } from './schema.ts';
+import { workspaceOwnershipMigration } from './workspace-ownership-migration.ts';
 import { LATENCY_ROLLUPS, MEASURES, periodColumn, rebuildUsageRollups, ROLLUPS } from './usage-rollups.ts';
 
 /** Migrations of the gateway, applied in key order; the same on SQLite and PostgreSQL. */
@@ -181,4 +182,5 @@ export const gatewayMigrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0008_workspace_ownership': workspaceOwnershipMigration,
 };

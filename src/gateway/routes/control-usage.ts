@@ -12,6 +12,9 @@ const TenantSchema = Type.Object({
   id: Type.String(),
   name: Type.String(),
   email: Type.String(),
+  email_status: Type.Union([Type.Literal('confirmed'), Type.Literal('unconfirmed'), Type.Literal('released')], {
+    description: 'unconfirmed: created through the API, its address not proven yet (no sign-in reaches it); released: it holds no address any more.',
+  }),
   store_bodies: Type.Boolean({ description: 'Keep prompt and completion bodies in the request log (off by default).' }),
   settings: TenantSettings,
   created_at: Type.String({ format: 'date-time' }),
