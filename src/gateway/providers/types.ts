@@ -29,6 +29,10 @@ export interface TokenUsage {
   completionTokens: number;
   /** Of completionTokens, those spent reasoning (OpenAI `completion_tokens_details.reasoning_tokens`). */
   reasoningTokens: number;
+  /** The provider reported a count that was not a whole number from 0 to MAX_TOKEN_COUNT; it was clamped (usage-counts.ts). */
+  clamped?: boolean;
+  /** The provider's final usage never arrived (a stream cut short): the counts are the gateway's (ChatStream.settleUnfinished). */
+  estimated?: boolean;
 }
 
 export interface CallContext {
