@@ -97,6 +97,16 @@ export interface ChatStream {
   fail(error: HttpProblem): string;
   /** Usage as reported so far (final after end()). */
   readonly usage: TokenUsage | undefined;
+  /**
+   * Called once the relay is over. When the provider's final usage did not
+   * arrive (the client left, the upstream cut the stream or failed, or it
+   * never reports usage), `usage` becomes what was generated so far: the
+   * provider's prompt count if it sent one (Anthropic's message_start), else
+   * `promptTokens()` (the gateway's estimate), and the completion tokens
+   * counted from the deltas parsed (text, tool-call arguments, reasoning),
+   * marked `estimated`. Does nothing when the final usage arrived.
+   */
+  settleUnfinished(promptTokens: () => number): void;
   readonly model: string | undefined;
   /** Set once an error ended the stream (the provider's, mapped, or the one given to fail()). */
   readonly error: HttpProblem | undefined;
