@@ -183,4 +183,13 @@ export const gatewayMigrations: Record<string, Migration> = {
     },
   },
   '0008_workspace_ownership': workspaceOwnershipMigration,
+  /**
+   * Why a record's token counts are not the provider's own (schema.ts
+   * `usage_flags`: clamped, estimated); null for every record before.
+   */
+  '0009_usage_flags': {
+    async up(db) {
+      await db.schema.alterTable('usage_records').addColumn('usage_flags', 'text').execute();
+    },
+  },
 };

@@ -155,6 +155,14 @@ export interface UsageRecordRow {
   /** Only when the tenant turned body storage on. */
   request_body: string | null;
   response_body: string | null;
+  /**
+   * Null when the token counts are the provider's own. Else, comma-separated:
+   * `clamped` (the provider reported a count that was not a whole number
+   * from 0 to 10^9, such as 1e308, -1 or "12": it was clamped), `estimated`
+   * (the provider's final usage never came, a stream cut short: the counts
+   * are the gateway's, the completion counted from the deltas relayed).
+   */
+  usage_flags: string | null;
 }
 
 /** A rollup row's tenant and hour (`floor(created_at / 3600000)`: hours since the epoch, UTC). */

@@ -208,6 +208,7 @@ export function usageRow(row: Partial<UsageRecordRow> & { request_id: string; te
     upstream_ms: 100,
     request_body: null,
     response_body: null,
+    usage_flags: null,
     ...row,
   };
 }

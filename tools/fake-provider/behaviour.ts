@@ -47,6 +47,13 @@ export interface Behaviour {
   cacheCreationTokens: number;
   /** OpenAI completion_tokens_details.reasoning_tokens (a part of completion_tokens). */
   reasoningTokens: number;
+  /**
+   * Fields written over the `usage` object the answer reports, as given, in
+   * the format's own names (OpenAI `prompt_tokens`, Anthropic `input_tokens`;
+   * Anthropic streams: in message_start and message_delta alike), to play a
+   * provider reporting nonsense: `{prompt_tokens: 1e308}`, -1, 2.5, "12".
+   */
+  usageFields?: Record<string, unknown>;
   fault?: Fault;
   /** Content deltas sent before a `drop` or `stream-error` fault strikes. */
   faultAfterChunks: number;

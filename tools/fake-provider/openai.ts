@@ -119,6 +119,7 @@ function usage(content: Content, b: Behaviour) {
     total_tokens: content.promptTokens + content.completionTokens,
     prompt_tokens_details: { cached_tokens: b.cachedTokens, audio_tokens: 0 },
     completion_tokens_details: { reasoning_tokens: b.reasoningTokens, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
+    ...b.usageFields,
   };
 }
 

@@ -55,6 +55,7 @@ export function createDataPlane(options: {
     flushMs: config.usage.flushMs,
     batchSize: config.usage.batchSize,
     onDropped: (count) => metrics.usageDropped.inc(count),
+    onRejected: (count) => metrics.usageRejected.inc(count),
     journal,
   });
   if (journal) {

@@ -87,6 +87,10 @@ const Entry = {
   overhead_ms: Type.Number(),
   upstream_ms: Type.Number(),
   created_at: Type.String({ format: 'date-time' }),
+  usage_flags: Type.Union([Type.String(), Type.Null()], {
+    description:
+      "Null when the token counts are the provider's own; else comma-separated: clamped (the provider reported a count that was not a whole number from 0 to 10^9; it was clamped), estimated (a stream ended before the provider's usage: the gateway counted the prompt and the completion relayed).",
+  }),
 };
 
 function pageLimit(raw: string | undefined): number | undefined {
