@@ -73,9 +73,11 @@ export interface Behaviour {
  * - `event`: one event of `data:` lines of `pieceBytes` characters, never dispatched (no blank line);
  * then `end`: `done` (default: the format's tail, [DONE] or message_stop), `cut` (the body ends there),
  * or `idle` (the connection stays open and silent until the client leaves or the fake closes).
+ * `head: false` leaves out the stream's head (the flood is the first thing sent).
  */
 export interface Flood {
   bytes: number;
+  head?: boolean;
   shape?: 'deltas' | 'line' | 'event';
   /** Default 4096. */
   pieceBytes?: number;

@@ -82,7 +82,7 @@ async function sendFlood(res: ServerResponse, plan: StreamPlan, flood: Flood): P
   const shape = flood.shape ?? 'deltas';
   const filler = 'x'.repeat(flood.pieceBytes ?? 4096);
   const piece = shape === 'deltas' ? plan.delta(filler) : shape === 'line' ? filler : `data: ${filler}\n`;
-  res.write(plan.head.join('') + (shape === 'line' ? 'data: ' : ''));
+  res.write((flood.head === false ? '' : plan.head.join('')) + (shape === 'line' ? 'data: ' : ''));
   for (let sent = 0; sent < flood.bytes; sent += piece.length) {
     if (res.destroyed) return;
     if (!res.write(piece)) await drained(res);
