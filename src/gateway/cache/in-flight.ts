@@ -4,6 +4,7 @@ import type { Call } from '../pipeline/call.ts';
 import { errorEvent } from '../providers/error-event.ts';
 import type { TenantContext } from '../data-plane/tenant-context.ts';
 import { Flight, type FlightOutcome, JoinedTooLate, LeaderLost, leaderLost } from './flight.ts';
+import { clientClosed } from './flight-errors.ts';
 import { slotOf } from './slot-table.ts';
 import type { Publisher, RemoteFlights } from './remote-flights.ts';
 import { EventSink } from './sse-events.ts';
@@ -30,8 +31,6 @@ function wire(flight: Flight, abort: () => void, publisher: Publisher | undefine
   flight.othersWaiting = publisher ? () => publisher.othersWaiting() : undefined;
   flight.release = publisher ? () => publisher.release() : undefined;
 }
-
-const clientClosed = () => new HttpProblem(499, 'client_closed_request', 'The client closed the connection.');
 
 /**
  * The flights in progress on this replica, by cache key (tenant-scoped).

@@ -91,7 +91,10 @@ export class AnthropicStream extends RelayedStream {
       this.#chunk(`{"content":${JSON.stringify(block['text'])}}`, 'null');
     } else if (block['type'] === 'tool_use' && typeof index === 'number') {
       // Bounded: an upstream announcing tool calls without end must not grow this map with them.
-      if (this.#toolIndex.size >= MAX_TOOL_CALLS) return this.stop(upstreamInvalid(this.provider));
+      if (this.#toolIndex.size >= MAX_TOOL_CALLS) {
+        this.stop(upstreamInvalid(this.provider));
+        return;
+      }
       const toolIndex = this.#toolIndex.size;
       this.#toolIndex.set(index, toolIndex);
       const call = { index: toolIndex, id: block['id'], type: 'function', function: { name: block['name'], arguments: '' } };
