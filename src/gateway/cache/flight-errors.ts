@@ -34,3 +34,11 @@ export const clientTooSlow = () =>
   new HttpProblem(408, 'client_too_slow', 'This client read the stream too slowly and was cut off; read it as it comes, or send the request again.', {
     type: 'invalid_request_error',
   });
+
+/** The error a failed flight tells its clients whose stream is open (and those waiting, unless they may call again). */
+export function problemOf(err: unknown): HttpProblem {
+  if (err instanceof HttpProblem) return err;
+  if (err instanceof LeaderLost) return leaderLost();
+  if (err instanceof JoinedTooLate) return fellBehind();
+  return new HttpProblem(500, 'internal_error', 'The gateway failed.', { cause: err });
+}

@@ -4,7 +4,7 @@ import { errorEvent } from '../providers/error-event.ts';
 import { MAX_EVENT_CHARS, SSE_DONE, sseEvent } from '../providers/sse.ts';
 import type { TokenUsage } from '../providers/types.ts';
 import { withCost } from './answer-format.ts';
-import { clientClosed, clientTooSlow, fellBehind, JoinedTooLate, LeaderLost, leaderLost } from './flight-errors.ts';
+import { clientClosed, clientTooSlow, JoinedTooLate, LeaderLost, problemOf } from './flight-errors.ts';
 import { type AnswerBody, chargeReuse, nameProducer, sendAnswer } from './replay.ts';
 import { classifyEvent } from './sse-events.ts';
 
@@ -380,11 +380,3 @@ export class Flight {
 
 /** How long a client cut off for reading too slowly has to take in the rest of its stream before its socket is closed. */
 const SLOW_CLIENT_GRACE_MS = 30_000;
-
-/** The error a failed flight tells its clients. */
-function problemOf(err: unknown): HttpProblem {
-  if (err instanceof HttpProblem) return err;
-  if (err instanceof LeaderLost) return leaderLost();
-  if (err instanceof JoinedTooLate) return fellBehind();
-  return new HttpProblem(500, 'internal_error', 'The gateway failed.', { cause: err });
-}
