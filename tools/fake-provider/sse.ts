@@ -41,9 +41,9 @@ const write = (res: ServerResponse, data: string) => new Promise<void>((resolve)
  * stream faults of `behaviour`. With no delay and no fault, the whole stream
  * goes out in one write.
  */
-export async function sendStream(res: ServerResponse, plan: StreamPlan, behaviour: Behaviour): Promise<void> {
+export async function sendStream(res: ServerResponse, plan: StreamPlan, behaviour: Behaviour, onFlood?: (bytes: number) => void): Promise<void> {
   const { fault, chunkDelayMs } = behaviour;
-  if (behaviour.flood) return sendFlood(res, plan, behaviour.flood);
+  if (behaviour.flood) return sendFlood(res, plan, behaviour.flood, onFlood);
   const streamFault = fault === 'drop' || fault === 'stream-error' || fault === 'garbage' ? fault : undefined;
   if (chunkDelayMs === 0 && streamFault === undefined) {
     res.end(plan.head.join('') + plan.deltas.join('') + plan.tail.join(''));
@@ -77,15 +77,17 @@ const drained = (res: ServerResponse) =>
     res.once('drain', go).once('close', go);
   });
 
-/** Sends `plan`'s head, then `flood` (behaviour.ts), one reused piece at a time. */
-async function sendFlood(res: ServerResponse, plan: StreamPlan, flood: Flood): Promise<void> {
+/** Sends `plan`'s head, then `flood` (behaviour.ts), one reused piece at a time; `onFlood` is told each piece's length once the socket took it. */
+async function sendFlood(res: ServerResponse, plan: StreamPlan, flood: Flood, onFlood?: (bytes: number) => void): Promise<void> {
   const shape = flood.shape ?? 'deltas';
   const filler = 'x'.repeat(flood.pieceBytes ?? 4096);
   const piece = shape === 'deltas' ? plan.delta(filler) : shape === 'line' ? filler : `data: ${filler}\n`;
   res.write((flood.head === false ? '' : plan.head.join('')) + (shape === 'line' ? 'data: ' : ''));
   for (let sent = 0; sent < flood.bytes; sent += piece.length) {
     if (res.destroyed) return;
-    if (!res.write(piece)) await drained(res);
+    const full = !res.write(piece);
+    onFlood?.(piece.length);
+    if (full) await drained(res);
   }
   if (res.destroyed) return;
   const end = flood.end ?? 'done';
