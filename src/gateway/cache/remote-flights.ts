@@ -273,7 +273,10 @@ export class Publisher {
 
   #add(type: string, data: string): void {
     const id = `0-${++this.#seq}`;
-    const published = (this.#trim(data.length) ? this.#redis.xadd(this.#streamKey, 'MINID', `0-${this.#first}`, id, 't', type, 'd', data) : this.#redis.xadd(this.#streamKey, id, 't', type, 'd', data));
+    // Past the window, the same command trims the entries before the oldest kept.
+    const published = this.#trim(data.length)
+      ? this.#redis.xadd(this.#streamKey, 'MINID', `0-${this.#first}`, id, 't', type, 'd', data)
+      : this.#redis.xadd(this.#streamKey, id, 't', type, 'd', data);
     // Commands on one connection run in order: entries land in the order they were made.
     published.catch((err: Error) => this.#log.warn({ err: err.message }, 'dedup: publishing to redis failed'));
     if (this.#expires) return;
