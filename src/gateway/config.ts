@@ -52,6 +52,8 @@ export interface GatewayConfig extends SharedSettings {
     idleTimeoutMs: number;
     /** Keep-alive connections per upstream origin. */
     connections: number;
+    /** Largest non-streamed answer read (GATEWAY_UPSTREAM_MAX_RESPONSE_BYTES); past it, 502 upstream_response_too_large. */
+    maxResponseBytes: number;
   };
   allowPrivateUpstreams: PrivateUpstreams;
   /** Retries, fallbacks, circuit breakers and sticky routes (docs/gateway-routing.md). */
@@ -177,6 +179,7 @@ export function loadGatewayConfig(env: Record<string, string | undefined> = proc
       firstByteTimeoutMs: r.int('GATEWAY_UPSTREAM_FIRST_BYTE_TIMEOUT_MS', 300_000, 100, 3_600_000),
       idleTimeoutMs: r.int('GATEWAY_UPSTREAM_IDLE_TIMEOUT_MS', 120_000, 100, 3_600_000),
       connections: r.int('GATEWAY_UPSTREAM_CONNECTIONS', 128, 1, 10_000),
+      maxResponseBytes: r.int('GATEWAY_UPSTREAM_MAX_RESPONSE_BYTES', 16 * 1024 * 1024, 64 * 1024, 512 * 1024 * 1024),
     },
     allowPrivateUpstreams,
     routing: {

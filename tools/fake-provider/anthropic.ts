@@ -153,7 +153,14 @@ function streamPlan(content: Content, meta: { id: string; model: unknown }, b: B
     }),
     sseEvent('message_stop', { type: 'message_stop' }),
   ];
-  return { head, deltas, tail, error: streamErrorEvent('anthropic'), garbage: 'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{\n\n' };
+  return {
+    head,
+    deltas,
+    tail,
+    error: streamErrorEvent('anthropic'),
+    garbage: 'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{\n\n',
+    delta: (text) => sseEvent('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } }),
+  };
 }
 
 /** GET /v1/models as Anthropic lists models (asked with an anthropic-version header). */

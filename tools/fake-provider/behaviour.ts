@@ -67,6 +67,28 @@ export interface Behaviour {
    * are not used. Off by default.
    */
   promptCache: boolean;
+  /** Streams only: a flood of bytes in place of the answer's deltas (memory tests; see Flood). */
+  flood?: Flood;
+}
+
+/**
+ * A streamed answer of any size, made as it is sent (the fake holds one
+ * piece, never the whole), as fast as the client reads it: after the
+ * stream's head, `bytes` bytes (about: whole pieces) shaped as
+ * - `deltas` (default): content deltas of `pieceBytes` characters each, in the format's own events;
+ * - `line`: one `data:` line that never ends (no line break at all);
+ * - `event`: one event of `data:` lines of `pieceBytes` characters, never dispatched (no blank line);
+ * then `end`: `done` (default: the format's tail, [DONE] or message_stop), `cut` (the body ends there),
+ * or `idle` (the connection stays open and silent until the client leaves or the fake closes).
+ * `head: false` leaves out the stream's head (the flood is the first thing sent).
+ */
+export interface Flood {
+  bytes: number;
+  head?: boolean;
+  shape?: 'deltas' | 'line' | 'event';
+  /** Default 4096. */
+  pieceBytes?: number;
+  end?: 'done' | 'cut' | 'idle';
 }
 
 export const DEFAULT_BEHAVIOUR: Behaviour = {

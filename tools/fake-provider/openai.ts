@@ -154,7 +154,14 @@ function streamPlan(content: Content, meta: { id: string; created: number; model
   const tail = [chunk(choice({}, tool ? 'tool_calls' : 'stop'))];
   if (includeUsage) tail.push(chunk([], usage(content, b)));
   tail.push('data: [DONE]\n\n');
-  return { head: [head, ...reasoning], deltas, tail, error: streamErrorEvent('openai'), garbage: `data: {"id":"${meta.id}","object":"chat.completion.chunk","choices":[{"delta":\n\n` };
+  return {
+    head: [head, ...reasoning],
+    deltas,
+    tail,
+    error: streamErrorEvent('openai'),
+    garbage: `data: {"id":"${meta.id}","object":"chat.completion.chunk","choices":[{"delta":\n\n`,
+    delta: (text) => chunk(choice({ content: text })),
+  };
 }
 
 /** GET /v1/models in OpenAI's list shape. */

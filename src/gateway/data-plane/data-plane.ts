@@ -32,9 +32,6 @@ export interface DataPlane {
   close(): Promise<void>;
 }
 
-/** Largest non-streamed provider answer read. */
-const MAX_RESPONSE_BYTES = 32 * 1024 * 1024;
-
 /** Wires the data plane's parts: caches, invalidation, pools, the usage writer and the pipeline. */
 export function createDataPlane(options: {
   db: GatewayDb;
@@ -77,7 +74,7 @@ export function createDataPlane(options: {
       pools,
       firstByteTimeoutMs: config.upstream.firstByteTimeoutMs,
       idleTimeoutMs: config.upstream.idleTimeoutMs,
-      maxResponseBytes: MAX_RESPONSE_BYTES,
+      maxResponseBytes: config.upstream.maxResponseBytes,
     },
     config,
     clock,

@@ -1,8 +1,8 @@
 import type { HttpProblem } from '../../platform/errors.ts';
 import { errorEvent } from './error-event.ts';
-import { SseParser } from './sse.ts';
+import { SseEventTooLarge, SseParser } from './sse.ts';
 import type { ChatStream, TokenUsage } from './types.ts';
-import { upstreamStreamIncomplete } from './upstream-errors.ts';
+import { upstreamEventTooLarge, upstreamStreamIncomplete } from './upstream-errors.ts';
 import { MAX_TOKEN_COUNT } from './usage-counts.ts';
 
 /**
@@ -54,14 +54,28 @@ export abstract class RelayedStream implements ChatStream {
 
   push(chunk: Buffer): string {
     if (this.finished) return '';
-    this.parser.push(chunk, this.onEvent);
+    try {
+      this.parser.push(chunk, this.onEvent);
+    } catch (err) {
+      this.#tooLarge(err);
+    }
     return this.#take();
   }
 
   end(): string {
-    if (!this.finished) this.parser.end(this.onEvent);
+    try {
+      if (!this.finished) this.parser.end(this.onEvent);
+    } catch (err) {
+      this.#tooLarge(err);
+    }
     if (!this.finished) this.stop(upstreamStreamIncomplete(this.provider));
     return this.#take();
+  }
+
+  /** A line or event over the parser's bound ends the stream with its error (the caller then destroys the body). */
+  #tooLarge(err: unknown): void {
+    if (!(err instanceof SseEventTooLarge)) throw err;
+    if (!this.finished) this.stop(upstreamEventTooLarge(this.provider, err.limit));
   }
 
   fail(error: HttpProblem): string {

@@ -28,6 +28,9 @@ import { anthropicUsage, openAiUsageObject } from './usage.ts';
  * Chunks are written from a prefix built once per stream, so a text delta
  * costs one JSON.stringify of its text.
  */
+/** Most tool calls one answer may make (real ones make a few; OpenAI accepts at most 128 tools in a request). */
+const MAX_TOOL_CALLS = 1024;
+
 export class AnthropicStream extends RelayedStream {
   readonly #ctx: CallContext;
   readonly #options: StreamOptions;
@@ -90,6 +93,11 @@ export class AnthropicStream extends RelayedStream {
       this.generated(block['text']);
       this.#chunk(`{"content":${JSON.stringify(block['text'])}}`, 'null');
     } else if (block['type'] === 'tool_use' && typeof index === 'number') {
+      // Bounded: an upstream announcing tool calls without end must not grow this map with them.
+      if (this.#toolIndex.size >= MAX_TOOL_CALLS) {
+        this.stop(upstreamInvalid(this.provider));
+        return;
+      }
       const toolIndex = this.#toolIndex.size;
       this.#toolIndex.set(index, toolIndex);
       const call = { index: toolIndex, id: block['id'], type: 'function', function: { name: block['name'], arguments: '' } };
