@@ -4,6 +4,7 @@ import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { consoleBenchmark } from './benchmarks/console-pages.ts';
 import { gatewayComparison } from './benchmarks/gateway.ts';
+import { gatewayBeforeAfter } from './benchmarks/gateway-before-after.ts';
 import { gatewayBreakdown } from './benchmarks/gateway-breakdown.ts';
 import { gatewayCache } from './benchmarks/gateway-cache.ts';
 import { compactionBenchmark } from './benchmarks/gateway-compaction.ts';
@@ -30,7 +31,9 @@ import type { AuthInfo } from './servers/auth-info.ts';
  * `npm run bench -- gateway` runs the gateway comparison and the
  * services' idle memory (bench/benchmarks/gateway.ts); `breakdown` the
  * gateway's CPU per call with every stage, with none, and with none and no
- * usage journal, beside the floor (bench/benchmarks/gateway-breakdown.ts). The gateway's
+ * usage journal, beside the floor (bench/benchmarks/gateway-breakdown.ts);
+ * `before-after` the gateway against an earlier commit of itself, three
+ * interleaved A/B runs (bench/benchmarks/gateway-before-after.ts). The gateway's
  * pipeline parts run on their own: `compaction` (prompt compaction on the
  * transcript corpus, in process: bench/benchmarks/gateway-compaction.ts) and
  * `savings` (what the gateway saves on the corpus:
@@ -41,11 +44,11 @@ import type { AuthInfo } from './servers/auth-info.ts';
  * records, SQLite and, with TEST_POSTGRES_URL, PostgreSQL:
  * bench/benchmarks/console-pages.ts) has its own section and table.
  */
-const PARTS = ['login', 'me', 'oauth', 'gateway', 'breakdown', 'cache', 'compaction', 'routing', 'savings', 'console'] as const;
+const PARTS = ['login', 'me', 'oauth', 'gateway', 'breakdown', 'before-after', 'cache', 'compaction', 'routing', 'savings', 'console'] as const;
 type Part = (typeof PARTS)[number];
 const WHOLE: readonly Part[] = PARTS;
 /** Parts that need no account-service servers. */
-const GATEWAY_ONLY: ReadonlySet<Part> = new Set(['breakdown', 'cache', 'compaction', 'routing', 'savings', 'console']);
+const GATEWAY_ONLY: ReadonlySet<Part> = new Set(['breakdown', 'before-after', 'cache', 'compaction', 'routing', 'savings', 'console']);
 const asked = process.argv.slice(2);
 for (const a of asked) {
   if (!(PARTS as readonly string[]).includes(a)) {
@@ -63,6 +66,7 @@ const CORES = availableParallelism();
 const PART_LIMIT_MS: Partial<Record<Part, number>> = {
   gateway: 420_000,
   breakdown: 240_000,
+  'before-after': 600_000,
   cache: 90_000,
   compaction: 180_000,
   routing: 60_000,
@@ -78,13 +82,14 @@ const RAW = new URL('bench/results/last-run.json', ROOT);
 async function main(servers: ChildServer<unknown>[], dataDir: string) {
   const gateway = parts.has('gateway') ? await gatewayComparison() : undefined;
   const breakdown = parts.has('breakdown') ? await gatewayBreakdown() : undefined;
+  const beforeAfter = parts.has('before-after') ? await gatewayBeforeAfter() : undefined;
   const cache = parts.has('cache') ? await gatewayCache() : undefined;
   const routing = parts.has('routing') ? await routingBenchmark() : undefined;
   const savings = parts.has('savings') ? await gatewaySavings() : undefined;
   const auth = authParts ? await authBenchmarks(servers, dataDir) : undefined;
   const compaction = parts.has('compaction') ? await compactionBenchmark() : undefined;
   const consolePages = parts.has('console') ? await consoleBenchmark() : undefined;
-  const results = [auth, gateway, breakdown, cache, compaction, routing, savings, consolePages];
+  const results = [auth, gateway, breakdown, beforeAfter, cache, compaction, routing, savings, consolePages];
   const sections: Section[] = consolePages ? [consolePages.section] : [];
   return {
     rows: results.flatMap((r) => r?.rows ?? []),

@@ -327,6 +327,7 @@ function usageRow(rnd: () => number, tenant: SeededTenant, session: Session, tur
     created_at: createdAt,
     request_body: null,
     response_body: null,
+    usage_flags: null,
     body_storage: null,
   };
   const failure = rnd() < 0.03 ? ERRORS[Math.floor(rnd() * ERRORS.length)]! : undefined;

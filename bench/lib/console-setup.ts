@@ -102,7 +102,7 @@ export async function signIn(server: ChildServer<{ url: string }>, smtp: TestSmt
     });
   const asked = await post('/sign-in', { csrf: csrfOf(await form.text()), email });
   if (asked.status !== 200) throw new Error(`console: POST /sign-in answered ${asked.status}`);
-  const mail = await smtp.waitFor((m) => m.to.includes(email), 15_000);
+  const mail = await smtp.waitFor((m) => m.to.includes(email) && m.subject === 'Your sign-in link', 15_000);
   const link = /https?:\/\/\S+/.exec(mail.text)?.[0];
   const token = link ? new URL(link).searchParams.get('token') : null;
   if (!token) throw new Error(`console: no sign-in link in the email: ${mail.text.slice(0, 200)}`);

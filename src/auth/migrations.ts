@@ -215,4 +215,14 @@ export const authMigrations: Record<string, Migration> = {
       await db.schema.alterTable('oauth_consents').addColumn('client_name', 'text').execute();
     },
   },
+  '0011_sign_in_attempts': {
+    async up(db) {
+      // Sign-in attempts under way, counted before bcrypt beside the failures (login-failures.ts), so that
+      // attempts sent at once cannot all be checked before the first failure is counted (issue 31, A2).
+      await db.schema.alterTable('users').addColumn('pending_logins', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+      await db.schema.alterTable('users').addColumn('pending_logins_until', 'bigint').execute();
+      await db.schema.alterTable('login_failures').addColumn('pending', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+      await db.schema.alterTable('login_failures').addColumn('pending_until', 'bigint').execute();
+    },
+  },
 };

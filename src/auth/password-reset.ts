@@ -7,6 +7,7 @@ import { insertEmailToken, requireEmail, requirePassword, silentlyLimited } from
 import type { AuthDeps } from './deps.ts';
 import { passwordChangedEmail, passwordResetEmail, signUpExistingAccountEmail } from './emails.ts';
 import { addressKey, clearAddressFailures } from './login-failures.ts';
+import { revokeFirstPartyGrants } from './oauth/first-party-grants.ts';
 import { hashPassword } from './passwords.ts';
 import { type AuthTables, toUser, type User } from './schema.ts';
 import { revokeUserSessions } from './sessions.ts';
@@ -122,6 +123,7 @@ export async function resetPassword(deps: AuthDeps, input: { token: string; pass
     await deleteUnusedResetTokens(trx, row.user_id);
     await clearAddressFailures(trx, addressKey(updated.email));
     await revokeUserSessions(trx, row.user_id, now);
+    await revokeFirstPartyGrants(trx, deps.config.oauth, row.user_id, now);
     if (before.email_verified_at === null) await revokeAccountGrants(trx, row.user_id, now);
     await enqueueEmail(trx, deps.outbox, passwordChangedEmail(updated.email, now, 'reset'));
     return { user: toUser(updated), wasVerified: before.email_verified_at !== null };

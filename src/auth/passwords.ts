@@ -73,6 +73,17 @@ export async function verifyPassword(password: string, stored: string): Promise<
   }
 }
 
+/**
+ * The cost a stored hash was made with ("$2b$12$..." is 12), or NaN for a
+ * string that is no bcrypt hash. A sign-in stores the hash again when this is
+ * not AUTH_BCRYPT_COST (login.ts), so that after a change of cost accounts
+ * hashed at the old one stop answering in the old time.
+ */
+export function hashCost(stored: string): number {
+  const m = /^\$2[abxy]\$(\d\d)\$/.exec(stored);
+  return m ? Number(m[1]) : Number.NaN;
+}
+
 const dummyHashes = new Map<number, Promise<string>>();
 
 /**

@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import type { Generated, Kysely } from 'kysely';
 import type { OutboxTable } from '../platform/mail.ts';
 
 /** Every table of the account service. Times are epoch milliseconds. */
@@ -10,11 +10,21 @@ export interface AuthTables {
     email_verified_at: number | null;
     failed_logins: number;
     locked_until: number | null;
+    /** Sign-in attempts under way, and until when that count holds (migration 0011; login-failures.ts). */
+    pending_logins: Generated<number>;
+    pending_logins_until: number | null;
     created_at: number;
     updated_at: number;
   };
-  /** Failed sign-ins per address, with or without an account (login-failures.ts). */
-  login_failures: { address_hash: string; failures: number; locked_until: number | null; updated_at: number };
+  /** Failed sign-ins per address, with or without an account, and attempts under way (login-failures.ts). */
+  login_failures: {
+    address_hash: string;
+    failures: number;
+    locked_until: number | null;
+    pending: Generated<number>;
+    pending_until: number | null;
+    updated_at: number;
+  };
   sessions: {
     id: string;
     user_id: string;

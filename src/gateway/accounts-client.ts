@@ -5,11 +5,12 @@ import type { AccountsSignIn } from './config.ts';
 /**
  * The gateway as an OAuth client of the account service (the console's
  * "Sign in with your account"): the server's metadata (RFC 8414), the code
- * exchange with client_secret_basic (RFC 6749 section 2.3.1), userinfo, and
- * revoking the refresh token once the identity is known (the gateway keeps
- * no token). Every call: undici, a 5-second bound on headers and body, at
- * most 64 KiB read, JSON only. Tokens never reach a log line or an error
- * message: a failure says which step failed and with what status.
+ * exchange with client_secret_basic (RFC 6749 section 2.3.1), userinfo, the
+ * refresh of the grant a console session keeps (section 6; rotated by the
+ * account service, accounts-session-grants.ts), and revocation (RFC 7009).
+ * Every call: undici, a 5-second bound on headers and body, at most 64 KiB
+ * read, JSON only. Tokens never reach a log line or an error message: a
+ * failure says which step failed and with what status.
  */
 export interface AccountsMetadata {
   issuer: string;
@@ -73,17 +74,21 @@ export class AccountsClient {
   }
 
   /**
-   * Exchanges the code (with its PKCE verifier) for an access token, reads
-   * userinfo with it, and revokes the grant's refresh token. A refused code
+   * Exchanges the code (with its PKCE verifier) for tokens and reads userinfo
+   * with the access token. The grant's refresh token is handed back: the
+   * caller keeps it with the console session, or revokes it. A refused code
    * (used, expired, not ours) is a 400 page; anything else unusable, a 502.
    */
-  async identify(metadata: AccountsMetadata, code: string, verifier: string): Promise<{ sub: string; email: string; emailVerified: boolean }> {
-    const { clientId, clientSecret, redirectUri } = this.settings;
-    const basic = `Basic ${Buffer.from(`${encodeURIComponent(clientId)}:${encodeURIComponent(clientSecret)}`).toString('base64')}`;
+  async identify(
+    metadata: AccountsMetadata,
+    code: string,
+    verifier: string,
+  ): Promise<{ sub: string; email: string; emailVerified: boolean; refreshToken: string | undefined }> {
+    const { redirectUri } = this.settings;
     const form = new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: redirectUri, code_verifier: verifier }).toString();
     const tokens = await callJson('token', metadata.tokenEndpoint, {
       method: 'POST',
-      headers: { authorization: basic, 'content-type': 'application/x-www-form-urlencoded' },
+      headers: this.#formHeaders(),
       body: form,
       refusal: (status, body) =>
         status === 400 && body['error'] === 'invalid_grant'
@@ -92,16 +97,62 @@ export class AccountsClient {
     });
     const accessToken = tokens['access_token'];
     if (typeof accessToken !== 'string' || String(tokens['token_type']).toLowerCase() !== 'bearer') throw accountsUnavailable('token response without a bearer access token');
-    const info = await callJson('userinfo', metadata.userinfoEndpoint, { method: 'GET', headers: { authorization: `Bearer ${accessToken}` } });
-    const refreshToken = tokens['refresh_token'];
-    if (typeof refreshToken === 'string' && metadata.revocationEndpoint) {
-      // Revoking the refresh token ends the whole grant (its family): the gateway holds nothing that outlives this request.
-      const body = new URLSearchParams({ token: refreshToken, token_type_hint: 'refresh_token' }).toString();
-      await callJson('revoke', metadata.revocationEndpoint, { method: 'POST', headers: { authorization: basic, 'content-type': 'application/x-www-form-urlencoded' }, body, empty: true }).catch(() => undefined);
+    const refreshToken = typeof tokens['refresh_token'] === 'string' ? tokens['refresh_token'] : undefined;
+    let info: Record<string, unknown>;
+    try {
+      info = await callJson('userinfo', metadata.userinfoEndpoint, { method: 'GET', headers: { authorization: `Bearer ${accessToken}` } });
+    } catch (err) {
+      if (refreshToken) await this.revoke(metadata, refreshToken);
+      throw err;
     }
     const { sub, email } = info;
-    if (typeof sub !== 'string' || typeof email !== 'string') throw accountsUnavailable('userinfo without sub and email');
-    return { sub, email, emailVerified: info['email_verified'] === true };
+    if (typeof sub !== 'string' || typeof email !== 'string') {
+      if (refreshToken) await this.revoke(metadata, refreshToken);
+      throw accountsUnavailable('userinfo without sub and email');
+    }
+    return { sub, email, emailVerified: info['email_verified'] === true, refreshToken };
+  }
+
+  /**
+   * Refreshes a grant (RFC 6749 section 6): the rotated refresh token, or
+   * `refused` when the account service answers invalid_grant (the grant was
+   * revoked: a password reset, the grant revoked on the account page, a
+   * replayed token; or it expired). Anything else (unreachable, another
+   * error) throws accountsUnavailable: that says nothing about the grant.
+   */
+  async refresh(metadata: AccountsMetadata, refreshToken: string): Promise<{ refreshToken: string } | 'refused'> {
+    const form = new URLSearchParams({ grant_type: 'refresh_token', refresh_token: refreshToken }).toString();
+    let refused = false;
+    const tokens = await callJson('refresh', metadata.tokenEndpoint, {
+      method: 'POST',
+      headers: this.#formHeaders(),
+      body: form,
+      refusal: (status, body) => {
+        refused = status === 400 && body['error'] === 'invalid_grant';
+        return refused ? new HttpProblem(401, 'accounts_grant_refused', 'The account service refused the grant.') : undefined;
+      },
+    }).catch((err: unknown) => {
+      if (refused) return undefined;
+      throw err;
+    });
+    if (!tokens) return 'refused';
+    const rotated = tokens['refresh_token'];
+    // RFC 6749 section 6: a server may keep the same refresh token; ours rotates it.
+    return { refreshToken: typeof rotated === 'string' ? rotated : refreshToken };
+  }
+
+  /** Revokes a refresh token, and so its grant (RFC 7009); best effort: a failure is ignored (the grant expires at the account service). */
+  async revoke(metadata: AccountsMetadata, refreshToken: string): Promise<void> {
+    if (!metadata.revocationEndpoint) return;
+    const body = new URLSearchParams({ token: refreshToken, token_type_hint: 'refresh_token' }).toString();
+    await callJson('revoke', metadata.revocationEndpoint, { method: 'POST', headers: this.#formHeaders(), body, empty: true }).catch(() => undefined);
+  }
+
+  /** client_secret_basic (RFC 6749 section 2.3.1: each part form-encoded) and a form body. */
+  #formHeaders(): Record<string, string> {
+    const { clientId, clientSecret } = this.settings;
+    const basic = `Basic ${Buffer.from(`${encodeURIComponent(clientId)}:${encodeURIComponent(clientSecret)}`).toString('base64')}`;
+    return { authorization: basic, 'content-type': 'application/x-www-form-urlencoded' };
   }
 }
 

@@ -32,6 +32,10 @@ export interface GatewayConfig extends SharedSettings {
   accounts: AccountsSignIn | undefined;
   magicLinkTtlMs: number;
   sessionTtlMs: number;
+  /** GATEWAY_CONFIRM_TTL_HOURS: how long an API sign-up's confirmation link works (and holds the address against another sign-up). */
+  confirmTtlMs: number;
+  /** GATEWAY_ACCOUNTS_SESSION_CHECK_SECONDS: how often a console session opened through the account service rechecks its grant there. */
+  accountsSessionCheckMs: number;
   limits: {
     signup: RateSetting;
     magicLink: RateSetting;
@@ -59,6 +63,8 @@ export interface GatewayConfig extends SharedSettings {
     idleTimeoutMs: number;
     /** Keep-alive connections per upstream origin. */
     connections: number;
+    /** Largest non-streamed answer read (GATEWAY_UPSTREAM_MAX_RESPONSE_BYTES); past it, 502 upstream_response_too_large. */
+    maxResponseBytes: number;
   };
   allowPrivateUpstreams: PrivateUpstreams;
   /** Retries, fallbacks, circuit breakers and sticky routes (docs/gateway-routing.md). */
@@ -169,6 +175,8 @@ export function loadGatewayConfig(env: Record<string, string | undefined> = proc
     accounts,
     magicLinkTtlMs: 15 * MINUTE,
     sessionTtlMs: r.int('GATEWAY_SESSION_TTL_DAYS', 30, 1, 365) * DAY,
+    confirmTtlMs: r.int('GATEWAY_CONFIRM_TTL_HOURS', 24, 1, 168) * HOUR,
+    accountsSessionCheckMs: r.int('GATEWAY_ACCOUNTS_SESSION_CHECK_SECONDS', 300, 30, 86_400) * 1000,
     limits: {
       signup: r.rate('GATEWAY_LIMIT_SIGNUP', { points: 10, durationSeconds: 3600 }),
       magicLink: r.rate('GATEWAY_LIMIT_MAGIC_LINK', { points: 10, durationSeconds: 3600 }),
@@ -187,6 +195,7 @@ export function loadGatewayConfig(env: Record<string, string | undefined> = proc
       firstByteTimeoutMs: r.int('GATEWAY_UPSTREAM_FIRST_BYTE_TIMEOUT_MS', 300_000, 100, 3_600_000),
       idleTimeoutMs: r.int('GATEWAY_UPSTREAM_IDLE_TIMEOUT_MS', 120_000, 100, 3_600_000),
       connections: r.int('GATEWAY_UPSTREAM_CONNECTIONS', 128, 1, 10_000),
+      maxResponseBytes: r.int('GATEWAY_UPSTREAM_MAX_RESPONSE_BYTES', 16 * 1024 * 1024, 64 * 1024, 512 * 1024 * 1024),
     },
     allowPrivateUpstreams,
     routing: {

@@ -12,6 +12,8 @@ import type { CircuitEvent } from './routing/circuit-breaker.ts';
 export interface GatewayMetrics {
   observeCall(call: Call): void;
   usageDropped: Counter;
+  /** Usage records the database refused, set aside (usage-writer.ts). */
+  usageRejected: Counter;
   /** A provider circuit changed state, or skipped a call (routing/circuit-breaker.ts). */
   circuitEvent(provider: string, event: CircuitEvent): void;
 }
@@ -49,6 +51,17 @@ export function createGatewayMetrics(registry: Registry): GatewayMetrics {
     help: 'Usage records dropped because the database stayed unreachable and the buffer was full.',
     registers,
   });
+  const usageRejected = new Counter({
+    name: 'gateway_usage_records_rejected_total',
+    help: 'Usage records the database refused while the records beside them were written: set aside (usage-rejected.jsonl in the journal directory) instead of retried.',
+    registers,
+  });
+  const usageFlagged = new Counter({
+    name: 'gateway_usage_flagged_total',
+    help: 'Calls whose token counts are not the provider\'s own, by provider and flag: clamped (a reported count out of bounds) or estimated (a stream cut short before its usage).',
+    labelNames: ['provider', 'flag'],
+    registers,
+  });
   const circuitEvents = new Counter({
     name: 'gateway_circuit_events_total',
     help: 'Provider circuit breakers (per replica): circuits opened, half-opened, reopened (a failed probe) and closed, and calls skipped while open, by provider.',
@@ -83,6 +96,7 @@ export function createGatewayMetrics(registry: Registry): GatewayMetrics {
   };
   return {
     usageDropped,
+    usageRejected,
     circuitEvent(provider, event) {
       circuitEvents.inc({ provider, event });
       if (event === 'opened') circuitsOpen.inc({ provider });
@@ -98,6 +112,8 @@ export function createGatewayMetrics(registry: Registry): GatewayMetrics {
       const counters = countersOf(model);
       const usage = call.usage;
       if (usage) {
+        if (usage.clamped) usageFlagged.inc({ provider, flag: 'clamped' });
+        if (usage.estimated) usageFlagged.inc({ provider, flag: 'estimated' });
         counters.prompt.inc(usage.promptTokens);
         counters.cached.inc(usage.cachedTokens);
         counters.cacheWrite.inc(usage.cacheWriteTokens);

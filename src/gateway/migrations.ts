@@ -2,6 +2,7 @@ import { type Migration, SqliteAdapter, sql } from 'kysely';
 import { jobRunsMigration } from '../platform/jobs.ts';
 import { outboxMigration } from '../platform/mail.ts';
 import type { GatewayDb } from './schema.ts';
+import { workspaceOwnershipMigration } from './workspace-ownership-migration.ts';
 import { rebuildStoredBodyBytes } from './stored-body-bytes.ts';
 import { LATENCY_ROLLUPS, MEASURES, periodColumn, rebuildUsageRollups, ROLLUPS } from './usage-rollups.ts';
 
@@ -180,6 +181,16 @@ export const gatewayMigrations: Record<string, Migration> = {
         .columns(['tenant_id', 'created_at', 'request_id', 'status'])
         .where(sql<boolean>`(status < 200 or status > 299)`)
         .execute();
+    },
+  },
+  '0008_workspace_ownership': workspaceOwnershipMigration,
+  /**
+   * Why a record's token counts are not the provider's own (schema.ts
+   * `usage_flags`: clamped, estimated); null for every record before.
+   */
+  '0009_usage_flags': {
+    async up(db) {
+      await db.schema.alterTable('usage_records').addColumn('usage_flags', 'text').execute();
     },
   },
   /**

@@ -8,16 +8,29 @@ import type { OutboxTable } from '../platform/mail.ts';
  * SHA-256 (base64url, platform/crypto.ts `sha256`).
  */
 export interface GatewayTables {
-  /** A workspace. `email` is the owner's address, lower-cased; one tenant per address. */
+  /**
+   * A workspace. `email` is the address it holds, lower-cased, unique: the
+   * address sign-ins reach (workspace-ownership.ts). NULL once released: the
+   * address was proven by someone else while this workspace had not
+   * confirmed it, or its confirmation link expired before another sign-up.
+   */
   tenants: {
     id: string;
     name: string;
-    email: string;
+    email: string | null;
     /** 1: prompt and completion bodies are kept in usage_records (off by default). */
     store_bodies: number;
     /** JSON: the tenant's pipeline settings (tenant-settings.ts), `{}` for every default. */
     settings: string;
     created_at: number;
+    /** When the address was proven for this workspace (its confirmation link, a sign-in that created it, an operator's invitation); null: unconfirmed. */
+    email_confirmed_at: number | null;
+    /** SHA-256 of the live `gwc_` confirmation link (address-confirmation.ts), kept after use so a second click is answered; null when none was sent. */
+    confirmation_hash: string | null;
+    confirmation_expires_at: number | null;
+    /** The address a released workspace held (shown as its address), and when it was released. */
+    released_email: string | null;
+    released_at: number | null;
   };
   /** Control-plane sessions (`gws_` bearer tokens). */
   gateway_sessions: {
@@ -25,11 +38,23 @@ export interface GatewayTables {
     tenant_id: string;
     created_at: number;
     expires_at: number;
+    /**
+     * A console session opened through the account service: that sign-in's
+     * refresh token, sealed (AES-256-GCM, associated data naming this row),
+     * rechecked there every GATEWAY_ACCOUNTS_SESSION_CHECK_SECONDS
+     * (accounts-session-grants.ts); null for every other session.
+     */
+    accounts_grant: string | null;
+    /** When the grant was last checked (or its check claimed by a replica). */
+    accounts_checked_at: number | null;
   };
   /** Single-use sign-in links (`gwm_` tokens), valid 15 minutes. */
   magic_links: {
     token_hash: string;
+    /** The workspace that held the address when the link was sent. */
     tenant_id: string;
+    /** The address the link was sent to, which following it proves (null for links sent before migration 0008). */
+    email: string | null;
     created_at: number;
     expires_at: number;
     used_at: number | null;
@@ -138,6 +163,14 @@ export interface UsageRecordRow {
   /** Only when the tenant turned body storage on. */
   request_body: string | null;
   response_body: string | null;
+  /**
+   * Null when the token counts are the provider's own. Else, comma-separated:
+   * `clamped` (the provider reported a count that was not a whole number
+   * from 0 to 10^9, such as 1e308, -1 or "12": it was clamped), `estimated`
+   * (the provider's final usage never came, a stream cut short: the counts
+   * are the gateway's, the completion counted from the deltas relayed).
+   */
+  usage_flags: string | null;
   /**
    * What became of the bodies when the tenant stores them (null: it did not):
    * `stored`; `request_truncated` and/or `response_truncated` (comma-separated:

@@ -23,7 +23,9 @@ const HINT =
 /**
  * Reads a trust-proxy setting: unset, "false" or "0": none; an integer: a hop
  * count; otherwise a list of addresses, CIDR ranges and proxy-addr's named
- * ranges. Returns the problem instead when the value is `true` or malformed.
+ * ranges. Returns the problem instead when the value is `true`, holds a /0
+ * range (every address: the same thing) or is malformed, so that Fastify's
+ * proxy-addr never meets a value it would refuse with a raw TypeError.
  */
 export function parseTrustProxy(name: string, raw: string | undefined): { value: TrustProxy } | { problem: string } {
   const text = raw?.trim().toLowerCase() ?? '';
@@ -43,6 +45,15 @@ export function parseTrustProxy(name: string, raw: string | undefined): { value:
   if (entries.length === 0) return { problem: `${name} is empty; ${HINT}` };
   const bad = entries.filter((e) => !isAddressOrRange(e));
   if (bad.length > 0) return { problem: `${name}: "${bad.join('", "')}" is not an IP address or CIDR range; ${HINT}` };
+  // A /0 range is every address: `true` under another name (and proxy-addr throws a raw TypeError on it at start).
+  const everything = entries.filter((e) => /\/0+$/.test(e));
+  if (everything.length > 0) {
+    return {
+      problem:
+        `${name}: "${everything.join('", "')}" trusts every address, as ${name}=true would, and is refused: the client address ` +
+        `would be the leftmost X-Forwarded-For value, which the client writes itself; ${HINT}`,
+    };
+  }
   return { value: entries };
 }
 

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { hashPassword } from '../../src/auth/passwords.ts';
 import { PASSWORD, startTestAuth, type TestAuth } from '../helpers/auth.ts';
 
 /**
@@ -33,6 +34,35 @@ describe('password hashes written by the previous bcrypt implementation', () => 
       const r = await login(email, PASSWORD);
       assert.equal(r.status, 200, r.text);
       assert.equal(r.body.user.email, email);
+    });
+  }
+
+  /**
+   * Issue 31, A5: after AUTH_BCRYPT_COST changed, accounts hashed at the old
+   * cost answered sign-ins in the old time (5-15 ms against 267-616 ms for an
+   * unknown address at cost 12), and nothing ever upgraded them. A sign-in
+   * that verifies a hash of another cost now stores the password again at the
+   * configured cost (4 here), lower or higher; a failed one changes nothing.
+   */
+  for (const [name, stored] of [
+    ['a lower cost (a "$2b$" hash at 5, as the service made them before the cost was raised)', 'lower'],
+    ['a higher cost (the old library\'s "$2y$" hash at 12)', OLD_HASHES.cost12],
+  ] as const) {
+    test(`a hash at ${name} is stored again at the configured cost on the next sign-in`, async () => {
+      const { email } = await auth.verifiedAccount();
+      const before = stored === 'lower' ? await hashPassword(PASSWORD, 5) : stored;
+      await auth.service.deps.db.updateTable('users').set({ password_hash: before }).where('email', '=', email).execute();
+      const hashOf = async () =>
+        (await auth.service.deps.db.selectFrom('users').select('password_hash').where('email', '=', email).executeTakeFirstOrThrow()).password_hash;
+
+      assert.equal((await login(email, 'correct horse battery stapler')).status, 401);
+      assert.equal(await hashOf(), before, 'a wrong password changes nothing');
+      assert.equal((await login(email, PASSWORD)).status, 200);
+      const after = await hashOf();
+      assert.match(after, /^\$2b\$04\$[./A-Za-z0-9]{53}$/);
+      assert.equal((await login(email, PASSWORD)).status, 200, 'the new hash signs in');
+      assert.equal(await hashOf(), after, 'and is not made again');
+      assert.equal((await login(email, 'correct horse battery stapler')).status, 401);
     });
   }
 

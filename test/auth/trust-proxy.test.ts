@@ -1,12 +1,17 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import Fastify from 'fastify';
 import { loadAuthConfig } from '../../src/auth/config.ts';
+import { loadGatewayConfig } from '../../src/gateway/config.ts';
 import { ConfigError } from '../../src/platform/config.ts';
-import { parseTrustProxy } from '../../src/platform/trust-proxy.ts';
-import type { TestAuth } from '../helpers/auth.ts';
+import { fastifyTrustProxy, parseTrustProxy } from '../../src/platform/trust-proxy.ts';
+import { API_KEY, type TestAuth } from '../helpers/auth.ts';
 import { startOAuth } from '../helpers/oauth.ts';
 import { LOOPBACK_CB } from '../helpers/oauth-raw.ts';
 
@@ -70,6 +75,72 @@ describe('AUTH_TRUST_PROXY parsing', () => {
       assert.ok('problem' in parsed, `${value} should be refused`);
       assert.ok(parsed.problem.includes(named!), parsed.problem);
     }
+  });
+});
+
+/**
+ * Issue 31, A6: a /0 range (every address) passed the parser and crashed
+ * start-up with proxy-addr's raw TypeError ("invalid range on address:
+ * 0.0.0.0/0"). The docs say never to trust every address (`true` is
+ * refused), so /0 is refused the same way, in one line, for both services.
+ */
+describe('AUTH_TRUST_PROXY and GATEWAY_TRUST_PROXY: every address (/0)', () => {
+  let dir: string;
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), 'trust-proxy-all-'));
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  const loaders = {
+    AUTH_TRUST_PROXY: (value: string) => loadAuthConfig({ DATA_DIR: dir, AUTH_API_KEY: API_KEY, AUTH_TRUST_PROXY: value }).trustProxy,
+    GATEWAY_TRUST_PROXY: (value: string) => loadGatewayConfig({ DATA_DIR: dir, GATEWAY_TRUST_PROXY: value }).trustProxy,
+  };
+
+  for (const [name, load] of Object.entries(loaders)) {
+    test(`${name}: a /0 range is refused as true is, by name, with what to set instead`, () => {
+      for (const value of ['0.0.0.0/0', '::/0', '10.0.0.0/0', '10.0.0.5, ::/00']) {
+        assert.throws(
+          () => load(value),
+          (err: unknown) =>
+            err instanceof ConfigError &&
+            err.problems.length === 1 &&
+            err.problems[0]!.startsWith(`${name}: "${value.split(', ').at(-1)}" trusts every address, as ${name}=true would, and is refused`) &&
+            /leftmost X-Forwarded-For value/.test(err.message) &&
+            /addresses or CIDR ranges of your proxies/.test(err.message),
+          value,
+        );
+      }
+    });
+  }
+
+  test('every value the parser accepts builds the HTTP layer (no TypeError at start)', () => {
+    const addresses = ['0.0.0.0', '10.0.0.1', '255.255.255.255', '::', '::1', '::1.2.3.4', '::ffff:10.0.0.1', '64:ff9b::1.2.3.4', 'fe80::1', 'A::B'];
+    let accepted = 0;
+    for (const address of addresses) {
+      for (const prefix of ['', '/0', '/00', '/1', '/8', '/32', '/33', '/64', '/128', '/129']) {
+        const parsed = parseTrustProxy('AUTH_TRUST_PROXY', `${address}${prefix}`);
+        if (!('value' in parsed)) continue;
+        accepted++;
+        assert.doesNotThrow(() => Fastify({ trustProxy: fastifyTrustProxy(parsed.value) }), `${address}${prefix}`);
+      }
+    }
+    assert.ok(accepted > 50, `only ${accepted} accepted`);
+  });
+
+  test('npm start with /0 for both services: exit 78 and one line for each, never a TypeError', async () => {
+    const child = spawn(process.execPath, ['src/main.ts'], {
+      cwd: fileURLToPath(new URL('../../', import.meta.url)),
+      env: { PATH: process.env['PATH'] ?? '', DATA_DIR: dir, AUTH_TRUST_PROXY: '0.0.0.0/0', GATEWAY_TRUST_PROXY: '::/0' },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (d) => {
+      stderr += d;
+    });
+    const [code] = await once(child, 'exit');
+    assert.equal(code, 78, stderr);
+    assert.ok(!/TypeError|invalid range/.test(stderr), stderr);
+    assert.match(stderr, /AUTH_TRUST_PROXY: "0\.0\.0\.0\/0" trusts every address/);
+    assert.match(stderr, /GATEWAY_TRUST_PROXY: "::\/0" trusts every address/);
   });
 });
 

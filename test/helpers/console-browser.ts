@@ -48,6 +48,17 @@ export class MailInbox {
    * to `baseUrl`: the live gateway listens on a port chosen at start, which
    * its GATEWAY_BASE_URL cannot name. Waits up to 5 s for the email.
    */
+  /**
+   * Confirms an API sign-up's address by the link of its confirmation email
+   * (the newest email to `email`, taken out of the inbox), through the API,
+   * so that sign-ins of the address reach the workspace (docs/console.md).
+   */
+  async confirmSignup(email: string, gatewayUrl: string): Promise<void> {
+    const token = new URL(await this.linkFor(email, gatewayUrl)).searchParams.get('token');
+    const r = await fetch(`${gatewayUrl}/api/v1/auth/confirm-email`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token }) });
+    if (r.status !== 200) throw new Error(`confirmation of ${email}: ${r.status} ${await r.text()}`);
+  }
+
   async linkFor(email: string, baseUrl: string): Promise<string> {
     for (let i = 0; i < 200; i++) {
       const mail = this.mails.filter((m) => m.to === email).at(-1);

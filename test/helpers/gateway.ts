@@ -43,10 +43,12 @@ export interface TestGateway {
   /** How often deps.mailQueued was called. */
   mailNudges: number;
   request(method: string, path: string, options?: { body?: unknown; token?: string; ip?: string; headers?: Record<string, string>; form?: string }): Promise<Reply>;
-  /** Signs up a fresh workspace; returns its ids and secrets. */
+  /** Signs up a fresh workspace through the API (its address unconfirmed); returns its ids and secrets. */
   signup(email?: string, name?: string): Promise<{ tenantId: string; apiKey: string; apiKeyId: string; session: string; email: string }>;
-  /** The outbox rows for an address, their text bodies opened. */
-  mails(to: string): Promise<{ kind: string; subject: string; text: string; status: string }[]>;
+  /** Confirms a signed-up workspace's address by the link of its newest confirmation email, as its owner would. */
+  confirm(email: string): Promise<void>;
+  /** The outbox rows for an address (of one kind, when given), their text bodies opened. */
+  mails(to: string, kind?: string): Promise<{ kind: string; subject: string; text: string; status: string }[]>;
   /** Inserts a usage record as the data plane's usage writer does (with the usage rollups). */
   insertUsage(row: Partial<UsageRecordRow> & { request_id: string; tenant_id: string; created_at: number }): Promise<void>;
   close(): Promise<void>;
@@ -146,9 +148,17 @@ export async function startTestGateway(kind: DbKind, env: Record<string, string>
       if (r.status !== 201) throw new Error(`signup failed: ${r.status} ${r.text}`);
       return { tenantId: r.body.tenant_id, apiKey: r.body.api_key, apiKeyId: r.body.api_key_id, session: r.body.session_token, email };
     },
-    async mails(to) {
+    async confirm(email) {
+      const mail = (await gateway.mails(email, 'email_confirmation')).at(-1);
+      if (!mail) throw new Error(`no confirmation email to ${email}`);
+      const r = await gateway.request('POST', '/api/v1/auth/confirm-email', { body: { token: tokenFromMail(mail.text) }, ip: '192.0.2.250' });
+      if (r.status !== 200) throw new Error(`confirmation failed: ${r.status} ${r.text}`);
+    },
+    async mails(to, kind) {
       await deps.background.settled();
-      const rows = await db.selectFrom('outbox').selectAll().where('recipient', '=', to).orderBy('created_at').execute();
+      let query = db.selectFrom('outbox').selectAll().where('recipient', '=', to);
+      if (kind) query = query.where('kind', '=', kind);
+      const rows = await query.orderBy('created_at').execute();
       return rows.map((r) => ({ kind: r.kind, subject: r.subject, status: r.status, text: openBody([config.encryptionKey], r.id, 'text', r.text_body) }));
     },
     async insertUsage(row) {
@@ -207,6 +217,7 @@ export function usageRow(row: Partial<UsageRecordRow> & { request_id: string; te
     upstream_ms: 100,
     request_body: null,
     response_body: null,
+    usage_flags: null,
     body_storage: null,
     ...row,
   };

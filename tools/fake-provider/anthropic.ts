@@ -83,7 +83,7 @@ export function createMessage(body: Body, headers: IncomingHttpHeaders, ctx: Ant
     content: [content.tool ? toolUse(content.tool, JSON.parse(content.tool.arguments)) : { type: 'text', text: content.text }],
     stop_reason: content.tool ? 'tool_use' : 'end_turn',
     stop_sequence: null,
-    usage: { ...inputUsage(content, b), output_tokens: content.completionTokens, service_tier: 'standard' },
+    usage: { ...inputUsage(content, b), output_tokens: content.completionTokens, service_tier: 'standard', ...b.usageFields },
   };
   return { kind: 'answer', answer: { status: 200, headers: { 'content-type': 'application/json', 'request-id': ctx.requestId }, body: JSON.stringify(message) } };
 }
@@ -128,7 +128,15 @@ function streamPlan(content: Content, meta: { id: string; model: unknown }, b: B
   const { tool } = content;
   const start = {
     type: 'message_start',
-    message: { ...meta, type: 'message', role: 'assistant', content: [], stop_reason: null, stop_sequence: null, usage: { ...inputUsage(content, b), output_tokens: 1, service_tier: 'standard' } },
+    message: {
+      ...meta,
+      type: 'message',
+      role: 'assistant',
+      content: [],
+      stop_reason: null,
+      stop_sequence: null,
+      usage: { ...inputUsage(content, b), output_tokens: 1, service_tier: 'standard', ...b.usageFields },
+    },
   };
   const block = tool ? toolUse(tool, {}) : { type: 'text', text: '' };
   const head = [sseEvent('message_start', start), sseEvent('content_block_start', { type: 'content_block_start', index: 0, content_block: block }), sseEvent('ping', { type: 'ping' })];
@@ -141,11 +149,18 @@ function streamPlan(content: Content, meta: { id: string; model: unknown }, b: B
     sseEvent('message_delta', {
       type: 'message_delta',
       delta: { stop_reason: tool ? 'tool_use' : 'end_turn', stop_sequence: null },
-      usage: { ...cumulative, output_tokens: content.completionTokens },
+      usage: { ...cumulative, output_tokens: content.completionTokens, ...b.usageFields },
     }),
     sseEvent('message_stop', { type: 'message_stop' }),
   ];
-  return { head, deltas, tail, error: streamErrorEvent('anthropic'), garbage: 'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{\n\n' };
+  return {
+    head,
+    deltas,
+    tail,
+    error: streamErrorEvent('anthropic'),
+    garbage: 'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{\n\n',
+    delta: (text) => sseEvent('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } }),
+  };
 }
 
 /** GET /v1/models as Anthropic lists models (asked with an anthropic-version header). */

@@ -47,6 +47,13 @@ export interface Behaviour {
   cacheCreationTokens: number;
   /** OpenAI completion_tokens_details.reasoning_tokens (a part of completion_tokens). */
   reasoningTokens: number;
+  /**
+   * Fields written over the `usage` object the answer reports, as given, in
+   * the format's own names (OpenAI `prompt_tokens`, Anthropic `input_tokens`;
+   * Anthropic streams: in message_start and message_delta alike), to play a
+   * provider reporting nonsense: `{prompt_tokens: 1e308}`, -1, 2.5, "12".
+   */
+  usageFields?: Record<string, unknown>;
   fault?: Fault;
   /** Content deltas sent before a `drop` or `stream-error` fault strikes. */
   faultAfterChunks: number;
@@ -60,6 +67,28 @@ export interface Behaviour {
    * are not used. Off by default.
    */
   promptCache: boolean;
+  /** Streams only: a flood of bytes in place of the answer's deltas (memory tests; see Flood). */
+  flood?: Flood;
+}
+
+/**
+ * A streamed answer of any size, made as it is sent (the fake holds one
+ * piece, never the whole), as fast as the client reads it: after the
+ * stream's head, `bytes` bytes (about: whole pieces) shaped as
+ * - `deltas` (default): content deltas of `pieceBytes` characters each, in the format's own events;
+ * - `line`: one `data:` line that never ends (no line break at all);
+ * - `event`: one event of `data:` lines of `pieceBytes` characters, never dispatched (no blank line);
+ * then `end`: `done` (default: the format's tail, [DONE] or message_stop), `cut` (the body ends there),
+ * or `idle` (the connection stays open and silent until the client leaves or the fake closes).
+ * `head: false` leaves out the stream's head (the flood is the first thing sent).
+ */
+export interface Flood {
+  bytes: number;
+  head?: boolean;
+  shape?: 'deltas' | 'line' | 'event';
+  /** Default 4096. */
+  pieceBytes?: number;
+  end?: 'done' | 'cut' | 'idle';
 }
 
 export const DEFAULT_BEHAVIOUR: Behaviour = {

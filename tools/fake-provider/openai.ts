@@ -119,6 +119,7 @@ function usage(content: Content, b: Behaviour) {
     total_tokens: content.promptTokens + content.completionTokens,
     prompt_tokens_details: { cached_tokens: b.cachedTokens, audio_tokens: 0 },
     completion_tokens_details: { reasoning_tokens: b.reasoningTokens, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
+    ...b.usageFields,
   };
 }
 
@@ -153,7 +154,14 @@ function streamPlan(content: Content, meta: { id: string; created: number; model
   const tail = [chunk(choice({}, tool ? 'tool_calls' : 'stop'))];
   if (includeUsage) tail.push(chunk([], usage(content, b)));
   tail.push('data: [DONE]\n\n');
-  return { head: [head, ...reasoning], deltas, tail, error: streamErrorEvent('openai'), garbage: `data: {"id":"${meta.id}","object":"chat.completion.chunk","choices":[{"delta":\n\n` };
+  return {
+    head: [head, ...reasoning],
+    deltas,
+    tail,
+    error: streamErrorEvent('openai'),
+    garbage: `data: {"id":"${meta.id}","object":"chat.completion.chunk","choices":[{"delta":\n\n`,
+    delta: (text) => chunk(choice({ content: text })),
+  };
 }
 
 /** GET /v1/models in OpenAI's list shape. */

@@ -56,6 +56,8 @@ export class CallLog {
   count = 0;
   /** Requests whose connection closed before the answer was complete (the client aborted, or a fault cut it). */
   aborted = 0;
+  /** Bytes of floods (behaviour.flood) handed to sockets so far: how far a client's reading let a flood go. */
+  floodBytes = 0;
   readonly #limit: number;
   #recent: RecordedCall[] = [];
   constructor(limit: number) {
@@ -75,6 +77,7 @@ export class CallLog {
   clear(): void {
     this.count = 0;
     this.aborted = 0;
+    this.floodBytes = 0;
     this.#recent = [];
   }
 }
@@ -198,7 +201,9 @@ export async function createFakeProvider(options: FakeProviderOptions = {}): Pro
     const reply: Reply = format === 'openai' ? chatCompletion(fields, req.headers, ctx) : createMessage(fields, req.headers, ctx);
     if (reply.kind === 'stream') {
       res.writeHead(200, reply.headers);
-      await sendStream(res, reply.plan, behaviour);
+      await sendStream(res, reply.plan, behaviour, (bytes) => {
+        calls.floodBytes += bytes;
+      });
       return;
     }
     const { answer } = reply;

@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Behaviour } from './behaviour.ts';
+import type { Behaviour, Flood } from './behaviour.ts';
 
 /**
  * Server-sent events as both providers send them (WHATWG HTML, "Server-sent
@@ -23,6 +23,8 @@ export interface StreamPlan {
   error: string;
   /** A malformed event in the format's framing (for the `garbage` fault). */
   garbage: string;
+  /** One text delta event in the format (for a flood). */
+  delta: (text: string) => string;
 }
 
 export const SSE_HEADERS = {
@@ -39,8 +41,9 @@ const write = (res: ServerResponse, data: string) => new Promise<void>((resolve)
  * stream faults of `behaviour`. With no delay and no fault, the whole stream
  * goes out in one write.
  */
-export async function sendStream(res: ServerResponse, plan: StreamPlan, behaviour: Behaviour): Promise<void> {
+export async function sendStream(res: ServerResponse, plan: StreamPlan, behaviour: Behaviour, onFlood?: (bytes: number) => void): Promise<void> {
   const { fault, chunkDelayMs } = behaviour;
+  if (behaviour.flood) return sendFlood(res, plan, behaviour.flood, onFlood);
   const streamFault = fault === 'drop' || fault === 'stream-error' || fault === 'garbage' ? fault : undefined;
   if (chunkDelayMs === 0 && streamFault === undefined) {
     res.end(plan.head.join('') + plan.deltas.join('') + plan.tail.join(''));
@@ -62,4 +65,33 @@ export async function sendStream(res: ServerResponse, plan: StreamPlan, behaviou
   if (streamFault === 'stream-error') res.end(plan.error);
   else if (streamFault === 'garbage') res.end(plan.garbage);
   else res.end();
+}
+
+/** Resolves once `res` can take more (or is gone): a flood follows the client's pace. */
+const drained = (res: ServerResponse) =>
+  new Promise<void>((resolve) => {
+    const go = () => {
+      res.off('drain', go).off('close', go);
+      resolve();
+    };
+    res.once('drain', go).once('close', go);
+  });
+
+/** Sends `plan`'s head, then `flood` (behaviour.ts), one reused piece at a time; `onFlood` is told each piece's length once the socket took it. */
+async function sendFlood(res: ServerResponse, plan: StreamPlan, flood: Flood, onFlood?: (bytes: number) => void): Promise<void> {
+  const shape = flood.shape ?? 'deltas';
+  const filler = 'x'.repeat(flood.pieceBytes ?? 4096);
+  const piece = shape === 'deltas' ? plan.delta(filler) : shape === 'line' ? filler : `data: ${filler}\n`;
+  res.write((flood.head === false ? '' : plan.head.join('')) + (shape === 'line' ? 'data: ' : ''));
+  for (let sent = 0; sent < flood.bytes; sent += piece.length) {
+    if (res.destroyed) return;
+    const full = !res.write(piece);
+    onFlood?.(piece.length);
+    if (full) await drained(res);
+  }
+  if (res.destroyed) return;
+  const end = flood.end ?? 'done';
+  if (end === 'done') res.end(shape === 'deltas' ? plan.tail.join('') : '');
+  else if (end === 'cut') res.end();
+  else await new Promise((resolve) => res.once('close', resolve));
 }

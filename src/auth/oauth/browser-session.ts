@@ -52,7 +52,8 @@ export class BrowserSession {
   async signOut(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     const token = request.cookies[this.#session];
     if (token) await revokeSession(this.#deps, token);
-    reply.clearCookie(this.#session, { path: '/' });
+    // With the attributes it was set with: browsers ignore a __Host- cookie's clearing without Secure (RFC 6265bis 4.1.3.2).
+    reply.clearCookie(this.#session, this.#cookie);
   }
 
   /** The page's CSRF token: the cookie's when it is well-formed, else a fresh one set as the cookie. */

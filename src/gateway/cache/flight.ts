@@ -1,9 +1,10 @@
 import { HttpProblem } from '../../platform/errors.ts';
 import type { Attempt, Call, CallTarget } from '../pipeline/call.ts';
 import { errorEvent } from '../providers/error-event.ts';
-import { SSE_DONE, sseEvent } from '../providers/sse.ts';
+import { MAX_EVENT_CHARS, SSE_DONE, sseEvent } from '../providers/sse.ts';
 import type { TokenUsage } from '../providers/types.ts';
 import { withCost } from './answer-format.ts';
+import { clientClosed, clientTooSlow, JoinedTooLate, LeaderLost, problemOf } from './flight-errors.ts';
 import { type AnswerBody, chargeReuse, nameProducer, sendAnswer } from './replay.ts';
 import { classifyEvent } from './sse-events.ts';
 
@@ -27,16 +28,7 @@ export interface FlightOutcome {
   result: string | undefined;
 }
 
-/** The replica making the call went away before finishing; a client that received nothing yet may try again. */
-export class LeaderLost extends Error {}
-
-const clientClosed = () => new HttpProblem(499, 'client_closed_request', 'The client closed the connection.');
-
-/** Told to a client whose stream had started when the replica making the call went away. */
-export const leaderLost = () =>
-  new HttpProblem(502, 'dedup_leader_lost', 'The gateway replica answering this identical request went away before the answer was complete; send the request again.', {
-    type: 'api_error',
-  });
+export { JoinedTooLate, LeaderLost, leaderLost } from './flight-errors.ts';
 
 interface Subscriber {
   call: Call;
@@ -64,14 +56,27 @@ interface Subscriber {
  * known, else the first subscriber still connected (its record says
  * `miss`); the others are `dedup` (cost 0, the answer's cost saved). On a
  * follower replica (`local` false) every client is `dedup`.
+ *
+ * What it holds is bounded by `maxHeld` (characters of chunk data: the
+ * tenant's cache entry limit, past which the answer could not be stored
+ * anyway): once an answer passes it, its chunks are dropped (`overflowed`):
+ * the answer is not stored, clients whose stream is open go on receiving it
+ * live, and clients waiting for it whole (and any that come later) are
+ * told JoinedTooLate and make their own call. A subscriber whose socket
+ * holds more than `maxHeld` plus one event of unsent data is cut off
+ * (client_too_slow) rather than buffered for.
  */
 export class Flight {
   readonly key: string;
   /** The upstream call is streamed. */
   readonly stream: boolean;
   local = true;
-  /** The chunks so far (data strings), without the usage-only chunk. */
-  readonly chunks: string[] = [];
+  /** Most characters of chunk data held (see the class comment). */
+  readonly maxHeld: number;
+  /** The chunks so far (data strings), without the usage-only chunk; emptied once overflowed. */
+  #chunks: string[] = [];
+  #held = 0;
+  #overflowed = false;
   usageChunk: string | undefined;
   #freeUsageChunk: string | undefined;
   #doneEvent = false;
@@ -97,9 +102,10 @@ export class Flight {
   readonly #onEmpty: (flight: Flight) => void;
   readonly #onFinish: (flight: Flight) => void;
 
-  constructor(key: string, stream: boolean, hooks: { onEmpty: (flight: Flight) => void; onFinish: (flight: Flight) => void }) {
+  constructor(key: string, stream: boolean, maxHeld: number, hooks: { onEmpty: (flight: Flight) => void; onFinish: (flight: Flight) => void }) {
     this.key = key;
     this.stream = stream;
+    this.maxHeld = maxHeld;
     this.#onEmpty = hooks.onEmpty;
     this.#onFinish = hooks.onFinish;
   }
@@ -110,6 +116,11 @@ export class Flight {
 
   get subscribers(): number {
     return this.#subs.length;
+  }
+
+  /** The answer passed `maxHeld`: its start is gone, no client can join it any more. */
+  get overflowed(): boolean {
+    return this.#overflowed;
   }
 
   /** The payer is chosen and it is the leader (a subscriber chosen instead pays in its place). */
@@ -136,17 +147,19 @@ export class Flight {
 
   /** The streamed answer completed cleanly ([DONE], no error event): it may be stored. */
   get storable(): boolean {
+    if (this.#overflowed) return false;
     return this.stream ? this.#doneEvent && this.#errorEvent === undefined : this.outcome?.result !== undefined;
   }
 
-  /** The answer as recorded, for the store and for clients served at the end. */
+  /** The answer as recorded, for the store and for clients served at the end (only while storable). */
   answer(): AnswerBody {
-    return this.stream ? { chunks: this.chunks, usageChunk: this.usageChunk } : { completion: this.outcome?.result ?? '{}' };
+    return this.stream ? { chunks: this.#chunks, usageChunk: this.usageChunk } : { completion: this.outcome?.result ?? '{}' };
   }
 
   /** Waits for the answer on behalf of `call` (status dedup, unless it ends up paying). */
   join(call: Call): Promise<void> {
     if (this.failure !== undefined) return Promise.reject(this.failure);
+    if (this.#overflowed) return Promise.reject(new JoinedTooLate());
     if (call.signal.aborted) return Promise.reject(clientClosed());
     call.cacheStatus = 'dedup';
     return new Promise<void>((resolve, reject) => {
@@ -183,11 +196,41 @@ export class Flight {
       this.#streamError = event.problem;
     } else if (event.kind === 'usage') {
       this.usageChunk = event.data;
-      for (const sub of this.#subs) if (sub.opened && sub.call.includeUsage) write(sub, sseEvent(this.#usageFor(sub)));
+      for (let i = this.#subs.length - 1; i >= 0; i--) {
+        const sub = this.#subs[i]!;
+        if (sub.opened && sub.call.includeUsage) this.#write(sub, sseEvent(this.#usageFor(sub)));
+      }
       return event.kind;
-    } else this.chunks.push(event.data);
-    for (const sub of this.#subs) if (sub.opened) write(sub, text);
+    } else if (!this.#overflowed) {
+      this.#held += event.data.length;
+      if (this.#held <= this.maxHeld) this.#chunks.push(event.data);
+      else this.overflow();
+    }
+    // Backwards: a subscriber cut off for being slow leaves the list.
+    for (let i = this.#subs.length - 1; i >= 0; i--) {
+      const sub = this.#subs[i]!;
+      if (sub.opened) this.#write(sub, text);
+    }
     return event.kind;
+  }
+
+  /**
+   * Drops the chunks held: the answer passed `maxHeld` (or, on a follower
+   * replica, is too large to be shared whole). Clients not yet receiving it
+   * live make their own call; those whose stream is open go on.
+   */
+  overflow(): void {
+    if (this.#overflowed) return;
+    this.#overflowed = true;
+    this.#chunks = [];
+    const waiting = this.#subs.filter((sub) => !sub.opened);
+    if (waiting.length === 0) return;
+    this.#subs = this.#subs.filter((sub) => sub.opened);
+    for (const sub of waiting) {
+      sub.detach();
+      sub.reject(new JoinedTooLate());
+    }
+    if (this.#subs.length === 0 && !this.#leaderPresent && !this.finished) this.#onEmpty(this);
   }
 
   streamEnd(): void {
@@ -209,14 +252,13 @@ export class Flight {
     this.failure = err;
     const subs = this.#subs;
     this.#subs = [];
-    const problem =
-      err instanceof HttpProblem ? err : err instanceof LeaderLost ? leaderLost() : new HttpProblem(500, 'internal_error', 'The gateway failed.', { cause: err });
+    const problem = problemOf(err);
     for (const sub of subs) {
       sub.detach();
       sub.call.status = problem.status;
       sub.call.errorCode = problem.code;
       if (!sub.opened) {
-        sub.reject(err instanceof LeaderLost ? err : problem);
+        sub.reject(err instanceof LeaderLost || err instanceof JoinedTooLate ? err : problem);
         continue;
       }
       if (!this.#ended && !sub.call.response.destroyed) sub.call.response.end(errorEvent(problem));
@@ -230,11 +272,11 @@ export class Flight {
     sub.call.openStream();
     sub.opened = true;
     let backlog = '';
-    for (const chunk of this.chunks) backlog += sseEvent(chunk);
+    for (const chunk of this.#chunks) backlog += sseEvent(chunk);
     if (this.usageChunk !== undefined && sub.call.includeUsage) backlog += sseEvent(this.#usageFor(sub));
     if (this.#errorEvent !== undefined) backlog += this.#errorEvent;
     if (this.#doneEvent) backlog += SSE_DONE;
-    if (backlog) write(sub, backlog);
+    if (backlog) this.#write(sub, backlog);
     if (this.#ended && !sub.call.response.destroyed) sub.call.response.end();
   }
 
@@ -281,6 +323,10 @@ export class Flight {
       sub.resolve();
       return;
     }
+    if (this.#overflowed && o.status < 400) {
+      sub.reject(new JoinedTooLate());
+      return;
+    }
     if (o.status >= 400 || !this.storable) {
       sub.reject(this.#streamError ?? new HttpProblem(o.status >= 400 ? o.status : 502, o.errorCode ?? 'upstream_error', 'The provider did not complete the answer.'));
       return;
@@ -291,18 +337,46 @@ export class Flight {
 
   /** A client went away: it stops waiting; the call goes on for the others. */
   #leave(sub: Subscriber): void {
+    this.#drop(sub, 499, 'client_closed_request');
+  }
+
+  /** Takes `sub` off the flight with the status its record gets; false if it had left already. */
+  #drop(sub: Subscriber, status: number, code: string): boolean {
     const at = this.#subs.indexOf(sub);
-    if (at === -1) return;
+    if (at === -1) return false;
     this.#subs.splice(at, 1);
-    sub.call.status = 499;
-    sub.call.errorCode = 'client_closed_request';
+    // A payer leaving before the answer completes pays nothing: another is chosen then (or the leader pays after all).
+    if (sub === this.#payer && !this.finished) {
+      this.#payer = undefined;
+      this.#payerChosen = false;
+    }
+    sub.detach();
+    sub.call.status = status;
+    sub.call.errorCode = code;
     if (sub.opened) sub.resolve();
     else sub.reject(clientClosed());
     if (this.#subs.length === 0 && !this.#leaderPresent && !this.finished) this.#onEmpty(this);
+    return true;
+  }
+
+  /**
+   * Writes to a subscriber's open stream. Nothing waits for its socket (a
+   * slow client must not slow the others), so one that holds more unsent
+   * data than the backlog it may be sent plus one event is cut off: its
+   * stream ends with client_too_slow, and it is destroyed if it still has
+   * not taken that in a while.
+   */
+  #write(sub: Subscriber, text: string): void {
+    const out = sub.call.response;
+    if (out.destroyed || out.writableEnded) return;
+    out.write(text);
+    if (out.writableLength <= this.maxHeld + MAX_EVENT_CHARS) return;
+    const problem = clientTooSlow();
+    if (!this.#drop(sub, problem.status, problem.code)) return;
+    out.end(errorEvent(problem));
+    setTimeout(() => out.destroy(), SLOW_CLIENT_GRACE_MS).unref();
   }
 }
 
-function write(sub: Subscriber, text: string): void {
-  const out = sub.call.response;
-  if (!out.destroyed && !out.writableEnded) out.write(text);
-}
+/** How long a client cut off for reading too slowly has to take in the rest of its stream before its socket is closed. */
+const SLOW_CLIENT_GRACE_MS = 30_000;

@@ -2,7 +2,9 @@ import type { Logger } from 'pino';
 import { HttpProblem } from '../../platform/errors.ts';
 import type { Call } from '../pipeline/call.ts';
 import { errorEvent } from '../providers/error-event.ts';
-import { Flight, type FlightOutcome, LeaderLost, leaderLost } from './flight.ts';
+import type { TenantContext } from '../data-plane/tenant-context.ts';
+import { Flight, type FlightOutcome, JoinedTooLate, LeaderLost, leaderLost } from './flight.ts';
+import { clientClosed } from './flight-errors.ts';
 import { slotOf } from './slot-table.ts';
 import type { Publisher, RemoteFlights } from './remote-flights.ts';
 import { EventSink } from './sse-events.ts';
@@ -29,8 +31,6 @@ function wire(flight: Flight, abort: () => void, publisher: Publisher | undefine
   flight.othersWaiting = publisher ? () => publisher.othersWaiting() : undefined;
   flight.release = publisher ? () => publisher.release() : undefined;
 }
-
-const clientClosed = () => new HttpProblem(499, 'client_closed_request', 'The client closed the connection.');
 
 /**
  * The flights in progress on this replica, by cache key (tenant-scoped).
@@ -68,6 +68,7 @@ export class InFlight {
   readonly #log: Logger;
   readonly #store: (owner: FlightOwner, flight: Flight) => void | Promise<void>;
   readonly #fromStore: (call: Call) => Promise<boolean>;
+  readonly #maxHeld: (tenant: TenantContext) => number;
 
   constructor(options: {
     remote: RemoteFlights | undefined;
@@ -76,11 +77,14 @@ export class InFlight {
     store: (owner: FlightOwner, flight: Flight) => void | Promise<void>;
     /** Answers `call` from the store if the answer is there now (true), for a client whose leader replica was lost. */
     fromStore: (call: Call) => Promise<boolean>;
+    /** Most characters of an answer a flight holds (the tenant's cache entry limit); default 1 MiB. */
+    maxHeld?: (tenant: TenantContext) => number;
   }) {
     this.#remote = options.remote;
     this.#log = options.log;
     this.#store = options.store;
     this.#fromStore = options.fromStore;
+    this.#maxHeld = options.maxHeld ?? (() => 1024 * 1024);
   }
 
   /** Flights in progress here (for tests and metrics). */
@@ -123,11 +127,13 @@ export class InFlight {
     const slot = slotOf(key);
     if (dedup) {
       const running = this.#flights[slot];
-      if (running && running.key === key && !running.abandoned && (!running.finished || running.storable)) return running.join(call);
+      // A flight past its bound no longer holds the answer's start: the call makes its own instead of joining it.
+      const joinable = running && running.key === key && !running.abandoned && !running.overflowed && (!running.finished || running.storable);
+      if (joinable) return this.#join(running, call, next);
     }
     // What storing the answer needs of the leader, and nothing more: objects the flight points to live as long as it.
     const owner: FlightOwner = { tenant: call.tenant, noCache: call.noCache };
-    const flight = new Flight(key, call.stream, {
+    const flight = new Flight(key, call.stream, this.#maxHeld(call.tenant), {
       onEmpty: (f) => this.#empty(f),
       onFinish: (f) => this.#finish(f, owner),
     });
@@ -139,21 +145,37 @@ export class InFlight {
     return this.#lead(flight, call, next, undefined);
   }
 
+  /** Waits for `flight`'s answer; if the flight dropped its start before answering this client, makes its own call. */
+  #join(flight: Flight, call: Call, next: Next): Promise<void> {
+    return flight.join(call).catch((err: unknown) => {
+      if (!(err instanceof JoinedTooLate)) throw err;
+      call.cacheStatus = 'miss';
+      call.status = 200;
+      call.errorCode = undefined;
+      return this.#runOnce(call, next, false);
+    });
+  }
+
   /** With Redis: lead the flight if this replica is first to ask, else follow the replica that is. */
   async #claim(remote: RemoteFlights, flight: Flight, leader: Call, next: Next): Promise<void> {
     let claim: Awaited<ReturnType<RemoteFlights['claim']>> | undefined;
     try {
-      claim = await remote.claim(leader.tenant.tenantId, flight.key);
+      claim = await remote.claim(leader.tenant.tenantId, flight.key, flight.maxHeld);
     } catch (err) {
       // Redis away: dedup stays within this replica.
       this.#log.warn({ err: (err as Error).message }, 'dedup: redis lock failed; calling without cross-replica dedup');
     }
     if (claim && 'follow' in claim) {
-      flight.follow();
-      remote.follow(claim.follow, flight, (stop) => {
+      const followed = remote.follow(claim.follow, flight, (stop) => {
         flight.stop = stop;
       });
-      const joined = flight.join(leader);
+      if (!followed) {
+        // This replica follows that call already, for a flight that dropped the answer's start: a call of its own.
+        this.#drop(flight);
+        return this.#runOnce(leader, next, false);
+      }
+      flight.follow();
+      const joined = this.#join(flight, leader, next);
       if (flight.abandoned || flight.subscribers === 0) this.#empty(flight);
       return joined;
     }
@@ -211,6 +233,7 @@ export class InFlight {
           flight.streamEnd();
           if (!response.destroyed && !response.writableEnded) response.end();
         },
+        (resume) => holdForLeader(flight, response, resume),
       );
       call.openStream = () => {
         openStream();
@@ -317,6 +340,24 @@ export class InFlight {
       this.#count--;
     }
   }
+}
+
+/**
+ * The upstream is read at the pace of the leader's client while it is
+ * connected, as it is without dedup (relay-stream.ts waits for the socket):
+ * otherwise a client reading slowly would have its socket buffer the whole
+ * answer. True when `resume` will be called once its socket drains (or
+ * closes). Followers are not waited for (Flight cuts one that falls too far
+ * behind); once the leader's client has left, nothing is.
+ */
+function holdForLeader(flight: Flight, response: Call['response'], resume: () => void): boolean {
+  if (!response.writableNeedDrain || response.destroyed || !flight.leaderPresent) return false;
+  const go = () => {
+    response.off('drain', go).off('close', go);
+    resume();
+  };
+  response.on('drain', go).on('close', go);
+  return true;
 }
 
 function outcomeOf(call: Call): FlightOutcome {

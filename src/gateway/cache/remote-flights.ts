@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { HttpProblem } from '../../platform/errors.ts';
-import { type Flight, type FlightOutcome, LeaderLost } from './flight.ts';
+import { type Flight, type FlightOutcome, JoinedTooLate, LeaderLost } from './flight.ts';
 
 /**
  * In-flight dedup across replicas, through Redis. The first replica to ask
@@ -14,6 +14,16 @@ import { type Flight, type FlightOutcome, LeaderLost } from './flight.ts';
  * lock taken follows that flight: it reads the Stream from its start (so a
  * late joiner gets what it missed), feeding a local Flight that its own
  * identical requests join.
+ *
+ * The Stream is bounded as the flight is (Flight.maxHeld, the tenant's
+ * cache entry limit): entries have the ids 0-1, 0-2, ... in order, and once
+ * the events in it pass the bound the oldest are trimmed as new ones come
+ * (XADD MINID), so Redis keeps a window of the answer, never the whole of a
+ * large one. A follower sees a gap in the ids when it joined after the
+ * start was trimmed, or fell behind the window: its clients that received
+ * nothing yet make their own call (JoinedTooLate), those whose stream had
+ * started get a `dedup_fell_behind` error event. A non-streamed answer over
+ * the bound is not published: followers make their own call.
  *
  * A leader replica that dies stops renewing its lock: followers that hear
  * nothing for a lease check the lock, and when it is gone without a `c` or
@@ -44,12 +54,12 @@ export class RemoteFlights {
   }
 
   /** Takes the key's lock (this replica calls upstream and publishes) or names the flight holding it. */
-  async claim(tenantId: string, key: string): Promise<{ publisher: Publisher } | { follow: { lockKey: string; flightId: string } }> {
+  async claim(tenantId: string, key: string, windowChars: number): Promise<{ publisher: Publisher } | { follow: { lockKey: string; flightId: string } }> {
     const lockKey = `gw:dedup:${tenantId}:${key}`;
     for (let tries = 0; tries < 3; tries++) {
       const flightId = randomBytes(9).toString('base64url');
       if ((await this.#redis.set(lockKey, flightId, 'PX', this.#leaseMs, 'NX')) === 'OK') {
-        return { publisher: new Publisher(this.#redis, lockKey, flightId, this.#leaseMs, this.#log) };
+        return { publisher: new Publisher(this.#redis, lockKey, flightId, this.#leaseMs, this.#log, windowChars) };
       }
       const holder = await this.#redis.get(lockKey);
       if (holder !== null) return { follow: { lockKey, flightId: holder } };
@@ -57,15 +67,22 @@ export class RemoteFlights {
     throw new Error('the dedup lock changed hands three times in a row');
   }
 
-  /** Feeds `flight` from another replica's flight until it ends or `flight.stop` is called. */
-  follow(target: { lockKey: string; flightId: string }, flight: Flight, onStop: (stop: () => void) => void): void {
+  /**
+   * Feeds `flight` from another replica's flight until it ends or
+   * `flight.stop` is called. False when this replica follows that flight
+   * already (for a local flight that dropped the answer's start, or the
+   * client would have joined it): nothing is done.
+   */
+  follow(target: { lockKey: string; flightId: string }, flight: Flight, onStop: (stop: () => void) => void): boolean {
     const streamKey = `${target.lockKey}:${target.flightId}`;
-    const follow: Follow = { ...target, streamKey, lastId: '0-0', flight, heardAt: Date.now() };
+    if (this.#follows.has(streamKey)) return false;
+    const follow: Follow = { ...target, streamKey, lastId: '0-0', nextSeq: 1, flight, heardAt: Date.now() };
     this.#follows.set(streamKey, follow);
     onStop(() => this.#follows.delete(streamKey));
     this.#present(follow);
     this.#timer ??= setInterval(() => this.#watch(), Math.max(100, Math.floor(this.#leaseMs / 3))).unref();
     if (!this.#reading) void this.#read();
+    return true;
   }
 
   close(): void {
@@ -104,6 +121,7 @@ export class RemoteFlights {
             if (!follow || !this.#follows.has(streamKey)) break;
             follow.lastId = id;
             follow.heardAt = Date.now();
+            if (!this.#inOrder(follow, id)) break;
             this.#deliver(follow, fields[1] ?? '', fields[3] ?? '');
           }
         }
@@ -111,6 +129,17 @@ export class RemoteFlights {
     } finally {
       this.#reading = false;
     }
+  }
+
+  /** Whether entry `id` is the one after the last delivered; if not, what was missed is gone: the follow ends. */
+  #inOrder(follow: Follow, id: string): boolean {
+    if (id === `0-${follow.nextSeq}`) {
+      follow.nextSeq++;
+      return true;
+    }
+    this.#follows.delete(follow.streamKey);
+    follow.flight.fail(new JoinedTooLate('the shared answer went on past what Redis keeps of it'));
+    return false;
   }
 
   #deliver(follow: Follow, type: string, data: string): void {
@@ -121,7 +150,9 @@ export class RemoteFlights {
       this.#follows.delete(follow.streamKey);
       if (type === 'c') {
         if (flight.stream) flight.streamEnd();
-        flight.complete(JSON.parse(data) as FlightOutcome);
+        const outcome = JSON.parse(data) as FlightOutcome & { tooLarge?: boolean };
+        if (outcome.tooLarge) flight.overflow();
+        flight.complete(outcome);
       } else {
         const p = JSON.parse(data) as { status: number; code: string; message: string; type?: string; param?: string };
         flight.fail(new HttpProblem(p.status, p.code, p.message, { ...(p.type ? { type: p.type } : {}), ...(p.param ? { param: p.param } : {}) }));
@@ -169,6 +200,8 @@ interface Follow {
   flightId: string;
   streamKey: string;
   lastId: string;
+  /** The sequence number of the entry expected next (ids are 0-1, 0-2, ...). */
+  nextSeq: number;
   flight: Flight;
   /** Date.now() of the last entry read (or of the last check that found the leader alive). */
   heardAt: number;
@@ -190,16 +223,26 @@ export class Publisher {
   readonly #leaseMs: number;
   readonly #log: Logger;
   readonly #timer: NodeJS.Timeout;
+  /** Most characters of events the Stream keeps (the flight's bound). */
+  readonly #windowChars: number;
+  /** The last entry's sequence number (its id is 0-<seq>). */
+  #seq = 0;
+  /** The oldest entry kept, and the lengths of the events kept from there (sizes[i] is entry #first + i's; 0 for others). */
+  #first = 1;
+  #sizes: number[] = [];
+  #sizesHead = 0;
+  #windowUsed = 0;
   #done = false;
   #expires = false;
 
-  constructor(redis: Redis, lockKey: string, flightId: string, leaseMs: number, log: Logger) {
+  constructor(redis: Redis, lockKey: string, flightId: string, leaseMs: number, log: Logger, windowChars: number) {
     this.#redis = redis;
     this.#lockKey = lockKey;
     this.#flightId = flightId;
     this.#streamKey = `${lockKey}:${flightId}`;
     this.#leaseMs = leaseMs;
     this.#log = log;
+    this.#windowChars = windowChars;
     this.#timer = setInterval(() => this.#renew(), Math.max(100, Math.floor(leaseMs / 3))).unref();
   }
 
@@ -211,9 +254,10 @@ export class Publisher {
     this.#add('e', text);
   }
 
-  /** The answer is complete (the lock is kept until release(): the answer is being stored). */
+  /** The answer is complete (the lock is kept until release(): the answer is being stored). A non-streamed answer over the window is left out. */
   complete(outcome: FlightOutcome): void {
-    this.#add('c', JSON.stringify({ ...outcome, target: undefined }));
+    const tooLarge = outcome.result !== undefined && outcome.result.length > this.#windowChars;
+    this.#add('c', JSON.stringify({ ...outcome, target: undefined, ...(tooLarge ? { result: undefined, tooLarge: true } : {}) }));
   }
 
   fail(err: unknown): void {
@@ -228,12 +272,34 @@ export class Publisher {
   }
 
   #add(type: string, data: string): void {
+    const id = `0-${++this.#seq}`;
+    // Past the window, the same command trims the entries before the oldest kept.
+    const published = this.#trim(data.length)
+      ? this.#redis.xadd(this.#streamKey, 'MINID', `0-${this.#first}`, id, 't', type, 'd', data)
+      : this.#redis.xadd(this.#streamKey, id, 't', type, 'd', data);
     // Commands on one connection run in order: entries land in the order they were made.
-    this.#redis.xadd(this.#streamKey, '*', 't', type, 'd', data).catch((err: Error) => this.#log.warn({ err: err.message }, 'dedup: publishing to redis failed'));
+    published.catch((err: Error) => this.#log.warn({ err: err.message }, 'dedup: publishing to redis failed'));
     if (this.#expires) return;
     // A leader that dies leaves nothing behind for long.
     this.#expires = true;
     this.#redis.pexpire(this.#streamKey, 6 * this.#leaseMs).catch(() => {});
+  }
+
+  /** Counts the entry being added (`chars` long); true when older entries must go to keep the window, #first then being the oldest to keep. */
+  #trim(chars: number): boolean {
+    this.#sizes.push(chars);
+    this.#windowUsed += chars;
+    if (this.#windowUsed <= this.#windowChars) return false;
+    // Drop from the oldest while over the window, always keeping the entry being added.
+    while (this.#windowUsed > this.#windowChars && this.#first < this.#seq) {
+      this.#windowUsed -= this.#sizes[this.#sizesHead++]!;
+      this.#first++;
+    }
+    if (this.#sizesHead > 1024 && this.#sizesHead * 2 > this.#sizes.length) {
+      this.#sizes = this.#sizes.slice(this.#sizesHead);
+      this.#sizesHead = 0;
+    }
+    return true;
   }
 
   #renew(): void {

@@ -54,6 +54,8 @@ export class ResponseCache {
         if (answer) this.answer(call, answer);
         return answer !== undefined;
       },
+      // A flight holds no more of an answer than could be stored (policy(), without making its object on every call).
+      maxHeld: (tenant) => Math.min(tenant.settings.cache?.max_entry_bytes ?? this.#config.maxEntryBytes, this.#config.maxEntryBytes),
     });
   }
 

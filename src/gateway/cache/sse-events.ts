@@ -51,19 +51,23 @@ export function classifyEvent(text: string): AnswerEvent {
 /**
  * What dedup's own upstream call writes its stream to instead of a socket:
  * the adapter's output, cut into whole events for the flight (the
- * translators write whole events, but nothing here relies on it). Never
- * pushes back: each client's socket buffers for itself, so a slow client
- * does not slow the others.
+ * translators write whole events, but nothing here relies on it). Pushes
+ * back only when `hold` says so (the leader's client is slow: in-flight.ts);
+ * other clients' sockets buffer for themselves, so a slow one does not slow
+ * the others.
  */
 export class EventSink extends Writable {
   readonly #onEvent: (text: string) => void;
   readonly #onEnd: () => void;
+  readonly #hold: ((resume: () => void) => boolean) | undefined;
   #carry = '';
 
-  constructor(onEvent: (text: string) => void, onEnd: () => void) {
+  /** `hold(resume)`: true to take no more until `resume` is called. */
+  constructor(onEvent: (text: string) => void, onEnd: () => void, hold?: (resume: () => void) => boolean) {
     super({ decodeStrings: false, highWaterMark: 1 << 20 });
     this.#onEvent = onEvent;
     this.#onEnd = onEnd;
+    this.#hold = hold;
   }
 
   override _write(chunk: string | Buffer, _encoding: BufferEncoding, done: (err?: Error | null) => void): void {
@@ -74,7 +78,7 @@ export class EventSink extends Writable {
       start = at + 2;
     }
     this.#carry = start === 0 ? text : text.slice(start);
-    done();
+    if (!this.#hold?.(done)) done();
   }
 
   override _final(done: (err?: Error | null) => void): void {

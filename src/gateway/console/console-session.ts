@@ -36,7 +36,7 @@ export interface ConsoleSession {
 }
 
 /** The browser's live console session, or null (no cookie, or a session expired, ended or unknown). */
-export async function readConsoleSession(deps: Pick<GatewayDeps, 'db' | 'clock'>, cookies: ConsoleCookies, request: FastifyRequest): Promise<ConsoleSession | null> {
+export async function readConsoleSession(deps: Pick<GatewayDeps, 'db' | 'clock' | 'config' | 'log'>, cookies: ConsoleCookies, request: FastifyRequest): Promise<ConsoleSession | null> {
   const token = request.cookies[cookies.session];
   if (!token) return null;
   try {
@@ -54,14 +54,14 @@ export async function readConsoleSession(deps: Pick<GatewayDeps, 'db' | 'clock'>
  * orphans); the pre-session cookie has done its work.
  */
 export async function setConsoleSession(
-  deps: Pick<GatewayDeps, 'db' | 'config'>,
+  deps: Pick<GatewayDeps, 'db' | 'clock' | 'config' | 'background'>,
   request: FastifyRequest,
   reply: FastifyReply,
   session: { token: string; expiresAt: number },
 ): Promise<void> {
   const cookies = consoleCookies(deps.config.production);
   const previous = request.cookies[cookies.session];
-  if (previous && previous !== session.token) await revokeSession(deps.db, previous);
+  if (previous && previous !== session.token) await revokeSession(deps, previous);
   reply.setCookie(cookies.session, session.token, { ...cookies.options, expires: new Date(session.expiresAt) });
   reply.clearCookie(cookies.preSession, cookies.options);
 }
@@ -72,21 +72,30 @@ export async function setConsoleSession(
  * that has already established who the person is and which workspace is
  * theirs (the account service's OAuth sign-in calls this, from a route
  * given as ConsoleOptions.signInRoutes); the caller then redirects to `/`.
+ * `accountsGrant`: that sign-in's refresh token, kept with the session and
+ * rechecked at the account service (accounts-session-grants.ts).
  */
 export async function startConsoleSession(
-  deps: Pick<GatewayDeps, 'db' | 'clock' | 'config'>,
+  deps: Pick<GatewayDeps, 'db' | 'clock' | 'config' | 'background'>,
   request: FastifyRequest,
   reply: FastifyReply,
   tenantId: string,
+  accountsGrant?: string,
 ): Promise<void> {
-  const session = await createSession(deps.db, deps.clock, deps.config.sessionTtlMs, tenantId);
+  const grant = accountsGrant === undefined ? undefined : { refreshToken: accountsGrant, key: deps.config.encryptionKey };
+  const session = await createSession(deps.db, deps.clock, deps.config.sessionTtlMs, tenantId, grant);
   await setConsoleSession(deps, request, reply, session);
 }
 
 /** Ends the session server-side (not only in this browser) and clears the cookie. */
-export async function endConsoleSession(deps: Pick<GatewayDeps, 'db'>, cookies: ConsoleCookies, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+export async function endConsoleSession(
+  deps: Pick<GatewayDeps, 'db' | 'clock' | 'config' | 'background'>,
+  cookies: ConsoleCookies,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<void> {
   const token = request.cookies[cookies.session];
-  if (token) await revokeSession(deps.db, token);
+  if (token) await revokeSession(deps, token);
   reply.clearCookie(cookies.session, cookies.options);
 }
 

@@ -32,9 +32,6 @@ export interface DataPlane {
   close(): Promise<void>;
 }
 
-/** Largest non-streamed provider answer read. */
-const MAX_RESPONSE_BYTES = 32 * 1024 * 1024;
-
 /** Wires the data plane's parts: caches, invalidation, pools, the usage writer and the pipeline. */
 export function createDataPlane(options: {
   db: GatewayDb;
@@ -55,6 +52,7 @@ export function createDataPlane(options: {
     flushMs: config.usage.flushMs,
     batchSize: config.usage.batchSize,
     onDropped: (count) => metrics.usageDropped.inc(count),
+    onRejected: (count) => metrics.usageRejected.inc(count),
     journal,
   });
   if (journal) {
@@ -76,7 +74,7 @@ export function createDataPlane(options: {
       pools,
       firstByteTimeoutMs: config.upstream.firstByteTimeoutMs,
       idleTimeoutMs: config.upstream.idleTimeoutMs,
-      maxResponseBytes: MAX_RESPONSE_BYTES,
+      maxResponseBytes: config.upstream.maxResponseBytes,
     },
     config,
     clock,

@@ -1,10 +1,13 @@
 import { randomBytes } from 'node:crypto';
-import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import { appendFileSync, closeSync, mkdirSync, openSync, readdirSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { UsageRecordRow } from '../schema.ts';
 import { decodeUsageRow } from './usage-row-json.ts';
+
+/** Where refused records go (setAside); not a segment: `orphans` skips it. */
+export const REJECTED_FILE = 'usage-rejected.jsonl';
 
 /** Journals alive in this process (tests run several gateways in one). */
 const OPEN_HERE = new Set<string>();
@@ -140,6 +143,23 @@ export class UsageJournal {
       unlinkSync(path);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') this.#log.warn({ err: (err as Error).message, path }, 'usage journal: a written segment could not be deleted');
+    }
+  }
+
+  /**
+   * Appends records the database refused (usage-writer.ts), as their lines,
+   * to `usage-rejected.jsonl` beside the segments, where an operator can
+   * read them, fix them and insert them; recovery never reads that file.
+   * Returns its path, or undefined when it could not be written (logged).
+   */
+  setAside(lines: readonly string[]): string | undefined {
+    const path = join(this.#dir, REJECTED_FILE);
+    try {
+      appendFileSync(path, `${lines.join('\n')}\n`, { mode: 0o600 });
+      return path;
+    } catch (err) {
+      this.#log.error({ err: (err as Error).message, path }, 'usage journal: refused usage records could not be set aside on disk; they are lost');
+      return undefined;
     }
   }
 

@@ -4,7 +4,7 @@ import type { UsageRecordRow } from '../schema.ts';
  * A usage record as the journal and the usage thread carry it: a JSON
  * array of its values in the order of {@link USAGE_COLUMNS}, not an object.
  * The same order is the usage insert's column order (usage-writer.ts).
- * Made once per call on the event loop that answers calls: without the 33
+ * Made once per call on the event loop that answers calls: without the
  * field names, the line is 320 bytes instead of 819 for a typical record
  * and JSON.stringify takes half the time (0.52 against 1.04 µs, measured
  * on Node 24), and the journal's write and the thread's copy and parse
@@ -44,6 +44,7 @@ export const USAGE_COLUMNS = [
   'created_at',
   'request_body',
   'response_body',
+  'usage_flags',
   'body_storage',
 ] as const satisfies readonly (keyof UsageRecordRow)[];
 
@@ -88,7 +89,9 @@ export function usageValues(r: UsageRecordRow): unknown[] {
     r.created_at,
     r.request_body,
     r.response_body,
-    r.body_storage,
+    // Absent from records journaled before the column existed.
+    r.usage_flags ?? null,
+    r.body_storage ?? null,
   ];
 }
 
@@ -102,7 +105,7 @@ export function encodeUsageRow(r: UsageRecordRow): string {
  * object earlier versions of the gateway journaled (a segment left by one
  * is still recovered). Throws on a line that is not JSON (one cut short).
  * The record is an object literal, spelled out: one made by assigning the
- * 33 fields by computed name went to V8's dictionary mode (past a dozen
+ * 34 fields by computed name went to V8's dictionary mode (past a dozen
  * properties added by keyed stores), and every later read of a field, by
  * the insert and the rollups on the usage thread, was a hash lookup.
  */
@@ -144,6 +147,7 @@ export function decodeUsageRow(line: string): UsageRecordRow {
     created_at: v[30] ?? null,
     request_body: v[31] ?? null,
     response_body: v[32] ?? null,
-    body_storage: v[33] ?? null,
+    usage_flags: v[33] ?? null,
+    body_storage: v[34] ?? null,
   } as UsageRecordRow;
 }

@@ -62,7 +62,14 @@ port.on('message', (message: { id: number; rows: string[] } | 'close') => {
       }
       port.postMessage({ id: message.id });
     } catch (err) {
-      port.postMessage({ id: message.id, error: (err as Error).message });
+      // The codes cross too: the usage writer tells a refused record from a database that cannot write (usage-isolation.ts).
+      const { code, errcode } = err as { code?: unknown; errcode?: unknown };
+      port.postMessage({
+        id: message.id,
+        error: (err as Error).message,
+        code: typeof code === 'string' ? code : undefined,
+        errcode: typeof errcode === 'number' ? errcode : undefined,
+      });
     }
   });
 });

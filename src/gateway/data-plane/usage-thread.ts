@@ -69,13 +69,13 @@ export class UsageThread {
     if (this.#worker) return this.#worker;
     const worker = new Worker(new URL('./usage-thread-worker.ts', import.meta.url), { workerData: { path: this.#path } });
     worker.unref();
-    worker.on('message', (reply: { id: number; error?: string }) => {
+    worker.on('message', (reply: { id: number; error?: string; code?: string; errcode?: number }) => {
       const waiting = this.#pending.get(reply.id);
       if (!waiting) return;
       this.#pending.delete(reply.id);
       if (this.#pending.size === 0) worker.unref();
       if (reply.error === undefined) waiting.resolve();
-      else waiting.reject(new Error(reply.error));
+      else waiting.reject(Object.assign(new Error(reply.error), { code: reply.code, errcode: reply.errcode }));
     });
     const stopped = (why: string) => {
       if (this.#worker === worker) this.#worker = undefined;

@@ -5,7 +5,8 @@ import type { GatewayDb, UsageRecordRow } from '../schema.ts';
 import { addStoredBodyBytes } from '../stored-body-bytes.ts';
 import { addToRollups } from '../usage-rollups.ts';
 import type { Orphan, UsageJournal } from './usage-journal.ts';
-import { encodeUsageRow, USAGE_COLUMNS, usageValues } from './usage-row-json.ts';
+import { isolateRefused, type Refused } from './usage-isolation.ts';
+import { decodeUsageRow, encodeUsageRow, USAGE_COLUMNS, usageValues } from './usage-row-json.ts';
 import { UsageThread } from './usage-thread.ts';
 
 export interface UsageWriterOptions {
@@ -18,6 +19,8 @@ export interface UsageWriterOptions {
   /** Records kept while the database is unreachable; past it the oldest are dropped (and counted). */
   maxBuffered?: number;
   onDropped?: (count: number) => void;
+  /** Records the database refused, set aside (usage-isolation.ts). */
+  onRejected?: (count: number) => void;
   /** Where each record is appended before its call is answered (crash safety); none: memory only. */
   journal?: UsageJournal | undefined;
 }
@@ -25,7 +28,12 @@ export interface UsageWriterOptions {
 /**
  * Usage records, written in batches off the hot path: `record` only queues.
  * One batch is one transaction: the records, and each key's last_used_at.
- * A failed batch is put back and retried on the next tick. close() writes
+ * A failed batch is put back and retried on the next tick, but for the
+ * records the database refuses (a value out of range): those are found by
+ * writing the batch again in halves (usage-isolation.ts), logged, counted
+ * and set aside in the journal's directory (usage-rejected.jsonl; without
+ * a journal, only logged), so one bad record never holds the others back,
+ * nor comes back at every start from the journal. close() writes
  * everything still queued (graceful shutdown loses nothing). With a
  * journal, `record` also appends the record to the journal, on disk once
  * {@link durable} resolves (a call's answer waits for it), so a
@@ -162,7 +170,10 @@ export class UsageWriter {
       try {
         await this.#write(batch);
       } catch (err) {
-        this.#queue = batch.concat(this.#queue);
+        const { refused, unwritten } = await isolateRefused(batch, err, (rows) => this.#write(rows));
+        if (refused.length > 0) this.#setAside(refused);
+        if (unwritten.length === 0) continue;
+        this.#queue = unwritten.concat(this.#queue);
         this.#dropOverflow();
         this.#options.log.error({ err: (err as Error).message, queued: this.#queue.length }, 'usage records could not be written; will retry');
         this.#armTimer();
@@ -174,6 +185,30 @@ export class UsageWriter {
   async #write(batch: (UsageRecordRow | string)[]): Promise<void> {
     if (this.#thread) await this.#thread.write(batch as string[]);
     else await writeUsageBatch(this.#options.db, batch as UsageRecordRow[]);
+  }
+
+  /** Logs each refused record (its ids and the database's reason, never its bodies), counts them, and keeps them on disk when there is a journal. */
+  #setAside(refused: Refused<UsageRecordRow | string>[]): void {
+    const lines: string[] = [];
+    for (const { row, error } of refused) {
+      const line = typeof row === 'string' ? row : encodeUsageRow(row);
+      let record: UsageRecordRow | undefined;
+      try {
+        record = typeof row === 'string' ? decodeUsageRow(row) : row;
+      } catch {
+        record = undefined;
+      }
+      lines.push(line);
+      this.#options.log.error(
+        { err: error.message, request_id: record?.request_id, tenant_id: record?.tenant_id, key_id: record?.key_id, status: record?.status },
+        'usage record refused by the database: set aside, the records beside it are written',
+      );
+    }
+    const journal = this.#options.journal;
+    const path = journal?.setAside(lines);
+    if (path) this.#options.log.warn({ path, records: lines.length }, 'refused usage records kept on disk, one JSON array per line in USAGE_COLUMNS order');
+    else if (!journal) this.#options.log.warn({ records: lines.length }, 'refused usage records dropped: there is no usage journal to keep them in');
+    this.#options.onRejected?.(refused.length);
   }
 
   #dropOverflow(): void {

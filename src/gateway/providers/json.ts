@@ -6,13 +6,6 @@ export function isObject(value: unknown): value is JsonObject {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** A count field: a finite non-negative number, else 0. */
-export function countField(value: unknown, key: string): number {
-  if (!isObject(value)) return 0;
-  const field = value[key];
-  return typeof field === 'number' && Number.isFinite(field) && field >= 0 ? field : 0;
-}
-
 /** A string field of a parsed JSON object, or undefined. */
 export function stringField(value: unknown, key: string): string | undefined {
   if (!isObject(value)) return undefined;

@@ -12,13 +12,38 @@ import { StringDecoder } from 'node:string_decoder';
  *
  * Runs once per upstream chunk on the stream path, so it scans with indexOf
  * (no regex, no array of lines) and hands events to a callback.
+ *
+ * What it holds is bounded: a line, or an event's data, longer than
+ * `maxEventChars` throws SseEventTooLarge (the stream cannot go on: the
+ * rest of that event is unknown), so an upstream sending a line that never
+ * ends cannot grow the process with it.
  */
 
 /** Called once per dispatched event; `event` is "message" unless the stream named it. */
 export type SseListener = (event: string, data: string) => void;
 
+/**
+ * The longest line or event data read, in characters (UTF-16 code units,
+ * so at most 16 MiB held per parser, twice over for the line being joined).
+ * A chat-completion event is a few hundred bytes to a few KB; the largest a
+ * provider really sends are whole images in base64 (a 2048 x 2048 PNG is
+ * about 6 MB of text), far above the 1 MiB of the cache's entries, hence a
+ * bound of its own.
+ */
+export const MAX_EVENT_CHARS = 8 * 1024 * 1024;
+
+/** A line or an event's data passed the parser's bound. */
+export class SseEventTooLarge extends Error {
+  readonly limit: number;
+  constructor(limit: number) {
+    super(`an SSE line or event over ${limit} characters`);
+    this.limit = limit;
+  }
+}
+
 export class SseParser {
   readonly #decoder = new StringDecoder('utf8');
+  readonly #max: number;
   /** The unterminated last line of the text so far. */
   #pending = '';
   /** The previous chunk ended in CR: a LF opening the next one belongs to it. */
@@ -28,7 +53,11 @@ export class SseParser {
   #data = '';
   #hasData = false;
 
-  /** Feeds upstream bytes; UTF-8 sequences split across chunks are held until complete. */
+  constructor(maxEventChars = MAX_EVENT_CHARS) {
+    this.#max = maxEventChars;
+  }
+
+  /** Feeds upstream bytes; UTF-8 sequences split across chunks are held until complete. Throws SseEventTooLarge. */
   push(chunk: Buffer, listener: SseListener): void {
     let text = this.#decoder.write(chunk);
     if (!this.#started && text.length > 0) {
@@ -59,6 +88,7 @@ export class SseParser {
       // A long line arriving in many chunks is only rescanned once it is complete.
       if (chunk.indexOf('\n', start) === -1 && chunk.indexOf('\r', start) === -1) {
         this.#pending += chunk.slice(start);
+        if (this.#pending.length > this.#max) this.#tooLarge();
         return;
       }
       text = this.#pending + chunk.slice(start);
@@ -87,7 +117,18 @@ export class SseParser {
       if (lf !== -1 && lf < start) lf = text.indexOf('\n', start);
       if (cr !== -1 && cr < start) cr = text.indexOf('\r', start);
     }
-    if (start < text.length) this.#pending = text.slice(start);
+    if (start < text.length) {
+      this.#pending = text.slice(start);
+      if (this.#pending.length > this.#max) this.#tooLarge();
+    }
+  }
+
+  /** Drops what is held (the stream cannot go on) and says why. */
+  #tooLarge(): never {
+    this.#pending = '';
+    this.#data = '';
+    this.#hasData = false;
+    throw new SseEventTooLarge(this.#max);
   }
 
   #line(text: string, start: number, end: number, listener: SseListener): void {
@@ -106,6 +147,7 @@ export class SseParser {
       if (value === undefined) return;
       this.#data = this.#hasData ? `${this.#data}\n${value}` : value;
       this.#hasData = true;
+      if (this.#data.length > this.#max) this.#tooLarge();
       return;
     }
     if (first === 101 && text.startsWith('event', start)) {

@@ -29,6 +29,10 @@ export interface TokenUsage {
   completionTokens: number;
   /** Of completionTokens, those spent reasoning (OpenAI `completion_tokens_details.reasoning_tokens`). */
   reasoningTokens: number;
+  /** The provider reported a count that was not a whole number from 0 to MAX_TOKEN_COUNT; it was clamped (usage-counts.ts). */
+  clamped?: boolean;
+  /** The provider's final usage never arrived (a stream cut short): the counts are the gateway's (ChatStream.settleUnfinished). */
+  estimated?: boolean;
 }
 
 export interface CallContext {
@@ -93,6 +97,16 @@ export interface ChatStream {
   fail(error: HttpProblem): string;
   /** Usage as reported so far (final after end()). */
   readonly usage: TokenUsage | undefined;
+  /**
+   * Called once the relay is over. When the provider's final usage did not
+   * arrive (the client left, the upstream cut the stream or failed, or it
+   * never reports usage), `usage` becomes what was generated so far: the
+   * provider's prompt count if it sent one (Anthropic's message_start), else
+   * `promptTokens()` (the gateway's estimate), and the completion tokens
+   * counted from the deltas parsed (text, tool-call arguments, reasoning),
+   * marked `estimated`. Does nothing when the final usage arrived.
+   */
+  settleUnfinished(promptTokens: () => number): void;
   readonly model: string | undefined;
   /** Set once an error ended the stream (the provider's, mapped, or the one given to fail()). */
   readonly error: HttpProblem | undefined;

@@ -79,3 +79,9 @@ export const upstreamStreamIncomplete = (provider: string) =>
   new HttpProblem(502, 'upstream_stream_incomplete', `The ${provider} API stream ended before the answer was complete.`, {
     type: 'api_error',
   });
+
+/** The upstream sent a stream line or event over the parser's bound (providers/sse.ts): the stream is cut there. */
+export const upstreamEventTooLarge = (provider: string, limit: number) =>
+  new HttpProblem(502, 'upstream_event_too_large', `The ${provider} API sent a stream event larger than ${limit} characters; the stream was cut.`, {
+    type: 'api_error',
+  });

@@ -12,6 +12,9 @@ const TenantSchema = Type.Object({
   id: Type.String(),
   name: Type.String(),
   email: Type.String(),
+  email_status: Type.Union([Type.Literal('confirmed'), Type.Literal('unconfirmed'), Type.Literal('released')], {
+    description: 'unconfirmed: created through the API, its address not proven yet (no sign-in reaches it); released: it holds no address any more.',
+  }),
   store_bodies: Type.Boolean({ description: 'Keep prompt and completion bodies in the request log (off by default).' }),
   settings: TenantSettings,
   created_at: Type.String({ format: 'date-time' }),
@@ -84,6 +87,10 @@ const Entry = {
   overhead_ms: Type.Number(),
   upstream_ms: Type.Number(),
   created_at: Type.String({ format: 'date-time' }),
+  usage_flags: Type.Union([Type.String(), Type.Null()], {
+    description:
+      "Null when the token counts are the provider's own; else comma-separated: clamped (the provider reported a count that was not a whole number from 0 to 10^9; it was clamped), estimated (a stream ended before the provider's usage: the gateway counted the prompt and the completion relayed).",
+  }),
 };
 
 function pageLimit(raw: string | undefined): number | undefined {

@@ -31,10 +31,13 @@ interface FakeAccounts {
   tokenRequests: { authorization: string; form: URLSearchParams }[];
   revoked: string[];
   usedCodes: Set<string>;
+  /** How the token endpoint answers a refresh: rotate (ort_<n>), refuse (invalid_grant), or fail (503). */
+  refresh: 'rotate' | 'refuse' | 'fail';
 }
 
 async function startFakeAccounts(): Promise<FakeAccounts> {
-  const fake = { user: { email: '', verified: true }, issuer: undefined, tokenRequests: [], revoked: [], usedCodes: new Set<string>() } as unknown as FakeAccounts;
+  const fake = { user: { email: '', verified: true }, issuer: undefined, tokenRequests: [], revoked: [], usedCodes: new Set<string>(), refresh: 'rotate' } as unknown as FakeAccounts;
+  let rotations = 0;
   fake.server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -55,6 +58,11 @@ async function startFakeAccounts(): Promise<FakeAccounts> {
       }
       if (path === '/oauth/token') {
         fake.tokenRequests.push({ authorization: req.headers.authorization ?? '', form });
+        if (form.get('grant_type') === 'refresh_token') {
+          if (fake.refresh === 'fail') return json(503, { error: 'temporarily_unavailable' });
+          if (fake.refresh === 'refuse') return json(400, { error: 'invalid_grant', error_description: 'revoked' });
+          return json(200, { access_token: 'oat_r', token_type: 'Bearer', expires_in: 3600, refresh_token: `ort_r${++rotations}`, scope: 'identity' });
+        }
         const code = form.get('code') ?? '';
         if (fake.usedCodes.has(code)) return json(400, { error: 'invalid_grant', error_description: 'used' });
         fake.usedCodes.add(code);
@@ -154,7 +162,9 @@ for (const kind of DB_KINDS) describe(`the console's "Sign in with your account"
     assert.equal(exchange.form.get('grant_type'), 'authorization_code');
     assert.equal(exchange.form.get('redirect_uri'), 'http://gateway.test/sign-in/account/callback');
     assert.equal(sha256(exchange.form.get('code_verifier')!), q.get('code_challenge'), 'the verifier of the challenge sent');
-    assert.deepEqual(fake.revoked.at(-1), 'ort_code-1', 'the grant is not kept alive');
+    assert.ok(!fake.revoked.includes('ort_code-1'), 'the grant is kept with the session');
+    const kept = await gw.deps.db.selectFrom('gateway_sessions').select('accounts_grant').where('token_hash', '=', sha256(jar.cookies.get('gw_console')!)).executeTakeFirstOrThrow();
+    assert.ok(kept.accounts_grant && !kept.accounts_grant.includes('ort_code-1'), 'sealed, not in plain text');
     const [tenant] = await tenantsOf(gw, email);
     assert.ok(tenant);
     const home = await gw.request('GET', '/', { headers: { cookie: jar.header() } });
@@ -168,8 +178,9 @@ for (const kind of DB_KINDS) describe(`the console's "Sign in with your account"
     assert.equal((await tenantsOf(gw, email)).length, 1);
   });
 
-  test('a workspace that already has the address (signed up by magic link or the API) is the one signed in to', async () => {
+  test('a workspace whose address is confirmed is the one signed in to', async () => {
     const existing = await gw.signup();
+    await gw.confirm(existing.email);
     fake.user = { email: existing.email.toUpperCase(), verified: true };
     const { jar, authorize } = await start();
     const r = await callback(jar, { code: `code-${randomUUID()}`, state: authorize.searchParams.get('state')!, iss: fake.url });
@@ -272,13 +283,138 @@ for (const kind of DB_KINDS) describe(`the console's "Sign in with your account"
       assert.deepEqual(await tenantsOf(closed, fake.user.email), []);
 
       const invited = `invited-${randomUUID()}@example.com`;
-      await closed.deps.db.insertInto('tenants').values({ id: randomUUID(), name: 'Invited', email: invited, store_bodies: 0, settings: '{}', created_at: Date.now() }).execute();
+      await closed.deps.db.insertInto('tenants').values({ id: randomUUID(), name: 'Invited', email: invited, store_bodies: 0, settings: '{}', created_at: Date.now(), email_confirmed_at: Date.now() }).execute();
       fake.user = { email: invited, verified: true };
       const t = await start(closed);
       assert.equal((await callback(t.jar, { code: `code-${randomUUID()}`, state: t.authorize.searchParams.get('state')!, iss: fake.url }, closed)).status, 303);
     } finally {
       await closed.close();
     }
+  });
+
+  /** A fresh verified address signed in through the button: the jar (with its console cookie) and the code used. */
+  async function signedIn(email = `grant-${randomUUID()}@example.com`) {
+    fake.user = { email, verified: true };
+    const { jar, authorize } = await start();
+    const code = `code-${randomUUID()}`;
+    const r = await callback(jar, { code, state: authorize.searchParams.get('state')!, iss: fake.url });
+    assert.equal(r.status, 303, r.text);
+    return { jar, code, session: jar.cookies.get('gw_console')! };
+  }
+  const refreshes = () => fake.tokenRequests.filter((t) => t.form.get('grant_type') === 'refresh_token');
+  const home = async (jar: Jar) => {
+    const r = await gw.request('GET', '/', { headers: { cookie: jar.header() } });
+    jar.take(r.headers['set-cookie']);
+    return r;
+  };
+
+  test('A1: a workspace signed up through the API for the address (unconfirmed) is not handed over: the account gets its own, the other is released', async () => {
+    const squatter = await gw.signup(undefined, 'Squatter');
+    assert.equal((await gw.request('POST', '/api/v1/tenant/provider-keys', { token: squatter.session, body: { provider: 'openai', key: 'sk-squatter-key-SQAT' } })).status, 201);
+    const { jar, session } = await signedIn(squatter.email);
+    const mine = (await gw.request('GET', '/api/v1/tenant', { token: session })).body;
+    assert.notEqual(mine.id, squatter.tenantId, "not the squatter's workspace");
+    assert.deepEqual([mine.email, mine.email_status], [squatter.email, 'confirmed']);
+    assert.deepEqual((await gw.request('GET', '/api/v1/tenant/provider-keys', { token: session })).body.provider_keys, []);
+    assert.deepEqual((await gw.request('GET', '/api/v1/tenant/api-keys', { token: session })).body.api_keys, []);
+    assert.doesNotMatch((await home(jar)).text, /Squatter/);
+    // The squatter keeps their own workspace through the sign-up's session, without the address.
+    assert.deepEqual(
+      (({ id, email_status }) => [id, email_status])((await gw.request('GET', '/api/v1/tenant', { token: squatter.session })).body),
+      [squatter.tenantId, 'released'],
+    );
+    assert.equal((await gw.mails(squatter.email, 'workspace_released')).length, 1, 'the owner is told');
+    const again = await signedIn(squatter.email);
+    assert.equal((await gw.request('GET', '/api/v1/tenant', { token: again.session })).body.id, mine.id, 'the next sign-in: the same workspace');
+  });
+
+  test('two first sign-ins of one address at once, an unconfirmed workspace holding it, end in one new workspace', async () => {
+    const squatter = await gw.signup();
+    fake.user = { email: squatter.email, verified: true };
+    const a = await start();
+    const b = await start();
+    const replies = await Promise.all([a, b].map((s) => callback(s.jar, { code: `code-${randomUUID()}`, state: s.authorize.searchParams.get('state')!, iss: fake.url })));
+    assert.deepEqual(replies.map((r) => r.status), [303, 303]);
+    const ids = await Promise.all([a, b].map(async (s) => (await gw.request('GET', '/api/v1/tenant', { token: s.jar.cookies.get('gw_console')! })).body.id));
+    assert.equal(ids[0], ids[1]);
+    assert.deepEqual((await tenantsOf(gw, squatter.email)).map((t) => t.id), [ids[0]]);
+  });
+
+  test('the kept grant is refreshed at most every GATEWAY_ACCOUNTS_SESSION_CHECK_SECONDS (300) when the session is used; the rotated token replaces it', async () => {
+    fake.refresh = 'rotate';
+    const { jar, code } = await signedIn();
+    const before = refreshes().length;
+    gw.clock.advance(300_000 - 1);
+    assert.equal((await home(jar)).status, 200);
+    assert.equal(refreshes().length, before, 'not yet due');
+    gw.clock.advance(1);
+    assert.equal((await home(jar)).status, 200);
+    assert.equal(refreshes().length, before + 1);
+    const first = refreshes().at(-1)!;
+    assert.equal(first.form.get('refresh_token'), `ort_${code}`);
+    assert.equal(first.authorization, `Basic ${Buffer.from(`${CLIENT_ID}:${CLIENT_SECRET}`).toString('base64')}`);
+    assert.equal((await home(jar)).status, 200);
+    assert.equal(refreshes().length, before + 1, 'checked: not again within the interval');
+    gw.clock.advance(300_000);
+    assert.equal((await home(jar)).status, 200);
+    assert.match(refreshes().at(-1)!.form.get('refresh_token')!, /^ort_r\d+$/, 'the rotated token is presented next');
+    // Uses at once when a check is due: one refresh (a second would present a rotated token: a reuse, which revokes the grant).
+    gw.clock.advance(300_000);
+    const count = refreshes().length;
+    const pages = await Promise.all(Array.from({ length: 5 }, () => gw.request('GET', '/', { headers: { cookie: jar.header() } })));
+    assert.deepEqual(pages.map((p) => p.status), [200, 200, 200, 200, 200]);
+    assert.equal(refreshes().length, count + 1, 'one check claimed for five uses');
+  });
+
+  test('a refused grant (the password was reset at the account service, or access revoked) ends the session at its next use, in the console and the API', async () => {
+    fake.refresh = 'rotate';
+    const browser = await signedIn();
+    const api = await signedIn();
+    fake.refresh = 'refuse';
+    try {
+      gw.clock.advance(300_000);
+      const page = await home(browser.jar);
+      assert.equal(page.status, 303);
+      assert.equal(page.headers['location'], '/sign-in');
+      assert.equal(browser.jar.cookies.get('gw_console'), undefined, 'the cookie is cleared');
+      const r = await gw.request('GET', '/api/v1/tenant', { token: api.session });
+      assert.deepEqual([r.status, r.body.code], [401, 'invalid_session']);
+      assert.match(r.body.detail, /password was reset/);
+      const rows = await gw.deps.db.selectFrom('gateway_sessions').select('token_hash').where('token_hash', 'in', [sha256(browser.session), sha256(api.session)]).execute();
+      assert.deepEqual(rows, [], 'both sessions are deleted');
+    } finally {
+      fake.refresh = 'rotate';
+    }
+  });
+
+  test('the account service unavailable: the session goes on, and a use 30 s later checks again', async () => {
+    fake.refresh = 'rotate';
+    const { jar } = await signedIn();
+    const before = refreshes().length;
+    fake.refresh = 'fail';
+    try {
+      gw.clock.advance(300_000);
+      assert.equal((await home(jar)).status, 200, 'kept');
+      assert.equal(refreshes().length, before + 1);
+      gw.clock.advance(29_000);
+      assert.equal((await home(jar)).status, 200);
+      assert.equal(refreshes().length, before + 1, 'not hammered');
+      fake.refresh = 'refuse';
+      gw.clock.advance(1000);
+      assert.equal((await home(jar)).status, 303, 'checked again, and refused this time');
+    } finally {
+      fake.refresh = 'rotate';
+    }
+  });
+
+  test('signing out revokes the kept grant at the account service', async () => {
+    fake.refresh = 'rotate';
+    const { jar, code } = await signedIn();
+    const page = await home(jar);
+    const out = await gw.request('POST', '/sign-out', { form: `csrf=${encodeURIComponent(csrfOf(page.text))}`, headers: { cookie: jar.header() } });
+    assert.equal(out.status, 303);
+    await gw.deps.background.settled();
+    assert.ok(fake.revoked.includes(`ort_${code}`));
   });
 
   test('a server whose metadata names another issuer is not used', async () => {

@@ -47,6 +47,7 @@ describe('the console in Chromium', { skip: chromiumSkip }, () => {
     for (const who of [a, b]) {
       const r = await gw.api('/api/v1/signup', { body: { name: who.name, email: who.email } });
       assert.equal(r.status, 201);
+      await inbox.confirmSignup(who.email, gw.url);
     }
     // Another origin on this machine: at 127.0.0.1 it is the gateway's site (same-site, cookies sent), at localhost another site.
     attacker = createServer((_req, res) => {

@@ -72,7 +72,10 @@ describe("the console's figures in Chromium", { skip: chromiumSkip }, () => {
     gw = await startLiveGateway('sqlite', {}, { transport: inbox.transport });
     // Reduced motion: the charts draw without animation, so a screenshot shows them whole (and shoot() lets them settle).
     ui = new ConsoleBrowser({ browser, baseUrl: gw.url, inbox, shots: SHOTS, context: { reducedMotion: 'reduce', acceptDownloads: true }, settleCharts: true });
-    for (const who of [a, b]) assert.equal((await gw.api('/api/v1/signup', { body: { name: who.name, email: who.email } })).status, 201);
+    for (const who of [a, b]) {
+      assert.equal((await gw.api('/api/v1/signup', { body: { name: who.name, email: who.email } })).status, 201);
+      await inbox.confirmSignup(who.email, gw.url);
+    }
   });
   after(async () => {
     await browser?.close();

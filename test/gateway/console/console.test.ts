@@ -147,6 +147,7 @@ for (const kind of DB_KINDS) {
 
     test('sign-in by magic link: the cookie is HttpOnly and SameSite=Lax, the new session replaces the old one', async () => {
       const { email, tenantId, session: old } = await gw.signup();
+      await gw.confirm(email);
       const form = await gw.request('GET', '/sign-in');
       const pre = String(form.headers['set-cookie']);
       assert.match(pre, /^gw_console_pre=pre_[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Lax$/);
@@ -160,7 +161,7 @@ for (const kind of DB_KINDS) {
       assert.match(asked.text, /<h1>Check your email<\/h1>/);
       const stranger = await gw.request('POST', '/sign-in', { form: `csrf=${csrfOf(form.text)}&email=nobody@example.com`, headers: { cookie: preCookie } });
       assert.equal(stranger.text.replace('nobody@example.com', email), asked.text, 'the same page whether or not the address has a workspace');
-      const token = new URL(/https?:\/\/\S+/.exec((await gw.mails(email)).at(-1)!.text)![0]).searchParams.get('token')!;
+      const token = new URL(/https?:\/\/\S+/.exec((await gw.mails(email, 'magic_link')).at(-1)!.text)![0]).searchParams.get('token')!;
       const landing = await gw.request('GET', `/auth/magic-link?token=${token}`, { headers: { cookie: `${preCookie}; gw_console=${old}` } });
       const signed = await gw.request('POST', '/auth/magic-link', {
         form: `csrf=${csrfOf(landing.text)}&token=${token}&open=console`,

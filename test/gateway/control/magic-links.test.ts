@@ -19,10 +19,11 @@ for (const kind of DB_KINDS) {
 
     test('a known address gets a single-use link through the outbox, sealed at rest; it signs in once', async () => {
       const { email, tenantId } = await gw.signup();
+      await gw.confirm(email);
       const nudges = gw.mailNudges;
       const r = await ask(email.toUpperCase());
       assert.equal(r.status, 202);
-      const mails = await gw.mails(email);
+      const mails = await gw.mails(email, 'magic_link');
       assert.equal(mails.length, 1);
       assert.equal(mails[0]!.kind, 'magic_link');
       assert.equal(mails[0]!.status, 'pending');
@@ -30,7 +31,7 @@ for (const kind of DB_KINDS) {
       const token = tokenFromMail(mails[0]!.text);
       assert.match(token, /^gwm_[A-Za-z0-9_-]{43}$/);
       assert.ok(mails[0]!.text.includes(`http://gateway.test/auth/magic-link?token=${token}`));
-      const raw = await gw.deps.db.selectFrom('outbox').select('text_body').where('recipient', '=', email).executeTakeFirstOrThrow();
+      const raw = await gw.deps.db.selectFrom('outbox').select('text_body').where('recipient', '=', email).where('kind', '=', 'magic_link').executeTakeFirstOrThrow();
       assert.ok(!raw.text_body.includes(token), 'the body is sealed in the outbox');
       const link = await gw.deps.db.selectFrom('magic_links').selectAll().where('tenant_id', '=', tenantId).executeTakeFirstOrThrow();
       assert.equal(link.token_hash, sha256(token));
@@ -39,6 +40,7 @@ for (const kind of DB_KINDS) {
       const first = await verify(token);
       assert.equal(first.status, 200);
       assert.equal(first.body.tenant_id, tenantId);
+      assert.equal(first.body.workspace_created, false);
       assert.match(first.body.session_token, /^gws_/);
       assert.equal((await gw.request('GET', '/api/v1/tenant', { token: first.body.session_token })).body.id, tenantId);
       const second = await verify(token);
@@ -61,8 +63,9 @@ for (const kind of DB_KINDS) {
 
     test('expired after 15 minutes; unknown and malformed tokens: clear 4xx; a refused link changes nothing', async () => {
       const { email, tenantId } = await gw.signup();
+      await gw.confirm(email);
       await ask(email);
-      const token = tokenFromMail((await gw.mails(email)).at(-1)!.text);
+      const token = tokenFromMail((await gw.mails(email, 'magic_link')).at(-1)!.text);
       gw.clock.advance(15 * MINUTE);
       const expired = await verify(token);
       assert.equal(expired.status, 410);
@@ -81,8 +84,9 @@ for (const kind of DB_KINDS) {
 
     test('one link used twice at once: exactly one session', async () => {
       const { email } = await gw.signup();
+      await gw.confirm(email);
       await ask(email);
-      const token = tokenFromMail((await gw.mails(email)).at(-1)!.text);
+      const token = tokenFromMail((await gw.mails(email, 'magic_link')).at(-1)!.text);
       const replies = await Promise.all([verify(token), verify(token), verify(token)]);
       assert.deepEqual(replies.map((r) => r.status).sort(), [200, 409, 409]);
     });
@@ -92,13 +96,13 @@ for (const kind of DB_KINDS) {
       const statuses: number[] = [];
       for (let i = 0; i < 5; i++) statuses.push((await ask(email, `198.51.100.${100 + i}`)).status);
       assert.deepEqual(statuses, [202, 202, 202, 202, 202]);
-      assert.equal((await gw.mails(email)).length, 3, 'three per address per hour');
+      assert.equal((await gw.mails(email, 'magic_link')).length, 3, 'three per address per hour');
 
       const ip = '198.51.100.200';
       const other = await gw.signup();
       for (let i = 0; i < 20; i++) await ask(uniqueEmail(), ip);
       assert.equal((await ask(other.email, ip)).status, 202);
-      assert.equal((await gw.mails(other.email)).length, 0, 'the IP bucket was empty');
+      assert.equal((await gw.mails(other.email, 'magic_link')).length, 0, 'the IP bucket was empty');
     });
 
     test('verify is limited per IP: 429 with Retry-After', async () => {
@@ -112,8 +116,9 @@ for (const kind of DB_KINDS) {
 
     test('the sign-in page: GET shows a button and uses nothing up; the POST (with its CSRF token) signs in, once', async () => {
       const { email, tenantId } = await gw.signup();
+      await gw.confirm(email);
       await ask(email, '198.51.100.30');
-      const token = tokenFromMail((await gw.mails(email)).at(-1)!.text);
+      const token = tokenFromMail((await gw.mails(email, 'magic_link')).at(-1)!.text);
       const page = await gw.request('GET', `/auth/magic-link?token=${encodeURIComponent(token)}`);
       assert.equal(page.status, 200);
       assert.match(String(page.headers['content-type']), /text\/html/);
@@ -149,7 +154,7 @@ for (const kind of DB_KINDS) {
       try {
         const { email } = await gw.signup();
         await gw.request('POST', '/api/v1/auth/magic-link/request', { body: { email } });
-        const text = (await gw.mails(email))[0]!.text;
+        const text = (await gw.mails(email, 'magic_link'))[0]!.text;
         const token = tokenFromMail(text);
         assert.ok(text.includes(`https://console.example/sign-in?token=${token}`));
         assert.equal((await gw.request('GET', `/auth/magic-link?token=${token}`)).status, 404);

@@ -33,7 +33,7 @@ for (const kind of DB_KINDS) {
       assert.equal(session.token_hash, sha256(r.body.session_token));
       const me = await gw.request('GET', '/api/v1/tenant', { token: r.body.session_token });
       assert.equal(me.status, 200);
-      assert.deepEqual(me.body, { id: tenant.id, name: 'Acme Labs', email, store_bodies: false, settings: {}, created_at: new Date(gw.clock.now()).toISOString() });
+      assert.deepEqual(me.body, { id: tenant.id, name: 'Acme Labs', email, email_status: 'unconfirmed', store_bodies: false, settings: {}, created_at: new Date(gw.clock.now()).toISOString() });
     });
 
     test('an address already signed up, in any case: 409 email_taken, and nothing else is created', async () => {

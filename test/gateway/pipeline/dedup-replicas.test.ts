@@ -73,8 +73,8 @@ describe('dedup across two replicas sharing PostgreSQL and Redis', { skip: POSTG
     const streamKey = `${lockKey}:ghost-flight`;
     await redis.set(lockKey, 'ghost-flight', 'PX', LEASE_MS);
     const chunk = { id: 'chatcmpl-ghost', object: 'chat.completion.chunk', created: 1, model: 'gpt-4o-mini', choices: [{ index: 0, delta: { content: 'half' }, finish_reason: null }] };
-    await redis.xadd(streamKey, '*', 't', 'o', 'd', '');
-    await redis.xadd(streamKey, '*', 't', 'e', 'd', `data: ${JSON.stringify(chunk)}\n\n`);
+    await redis.xadd(streamKey, '0-1', 't', 'o', 'd', '');
+    await redis.xadd(streamKey, '0-2', 't', 'e', 'd', `data: ${JSON.stringify(chunk)}\n\n`);
     await redis.pexpire(streamKey, 10_000);
     const received: string[] = [];
     await assert.rejects(

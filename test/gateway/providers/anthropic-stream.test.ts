@@ -199,4 +199,16 @@ describe('Anthropic stream', () => {
       assert.equal(stream.error?.status, 502);
     });
   }
+
+  test('an answer announcing tool calls without end is cut at 1,024 with upstream_invalid_response (what is kept per call is bounded)', () => {
+    const stream = adapter.chatStream(ctx, noUsage);
+    const start = TOOL_STREAM[0]!;
+    const tools: [string, object][] = Array.from({ length: 1100 }, (_, i) => [
+      'content_block_start',
+      { type: 'content_block_start', index: i, content_block: { type: 'tool_use', id: `toolu_${i}`, name: 'get_weather', input: {} } },
+    ]);
+    const out = run(stream, [Buffer.from(sse([start, ...tools]))]);
+    assert.equal(stream.error?.code, 'upstream_invalid_response');
+    assert.equal(out.split('"tool_calls"').length - 1, 1024, 'the first 1,024 went through');
+  });
 });

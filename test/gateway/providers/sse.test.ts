@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { SseParser, sseEvent, SSE_DONE } from '../../../src/gateway/providers/sse.ts';
+import { openAiCompatibleAdapter } from '../../../src/gateway/providers/openai-compatible/index.ts';
+import { MAX_EVENT_CHARS, SseEventTooLarge, SseParser, sseEvent, SSE_DONE } from '../../../src/gateway/providers/sse.ts';
 import { cut } from '../../helpers/byte-cuts.ts';
 
 /** Parses `chunks` (strings or Buffers) and returns [event, data] pairs in order. */
@@ -96,6 +97,48 @@ describe('SSE parser (WHATWG HTML 9.2.6)', () => {
     );
     // Every single byte on its own.
     assert.deepEqual(parse(...cut(stream, Array.from({ length: stream.length - 1 }, (_, i) => i + 1))), expected);
+  });
+});
+
+describe('SSE parser: what it holds is bounded', () => {
+  const events: string[] = [];
+  const listener = (_event: string, data: string) => events.push(data);
+
+  test('a line longer than the bound throws SseEventTooLarge, whether it came whole or in pieces', () => {
+    assert.throws(() => new SseParser(100).push(Buffer.from(`data: ${'a'.repeat(200)}`), listener), SseEventTooLarge);
+    const parser = new SseParser(100);
+    for (let i = 0; i < 9; i++) parser.push(Buffer.from('aaaaaaaaaa'), listener);
+    assert.throws(() => parser.push(Buffer.from('a'.repeat(20)), listener), SseEventTooLarge);
+  });
+
+  test('an event whose data lines add up past the bound throws, each line being short', () => {
+    const parser = new SseParser(100);
+    assert.throws(() => {
+      for (let i = 0; i < 20; i++) parser.push(Buffer.from('data: 0123456789\n'), listener);
+    }, SseEventTooLarge);
+  });
+
+  test('lines and events within the bound, any number of them, pass as before', () => {
+    events.length = 0;
+    const parser = new SseParser(100);
+    for (let i = 0; i < 1000; i++) parser.push(Buffer.from(`data: ${'x'.repeat(90)}\n\n`), listener);
+    parser.end(listener);
+    assert.equal(events.length, 1000);
+    assert.equal(MAX_EVENT_CHARS, 8 * 1024 * 1024, 'the default bound, as docs/providers.md says');
+  });
+
+  test('a stream translator ends the stream with upstream_event_too_large past the default bound', () => {
+    const stream = openAiCompatibleAdapter({ name: 'OpenAI' }).chatStream(
+      { model: 'gpt-4o', apiKey: 'k', baseUrl: new URL('https://api.openai.com/v1'), requestId: 'r1', created: 1 },
+      { includeUsage: false, cost: () => 0 },
+    );
+    const piece = Buffer.alloc(1024 * 1024, 0x61);
+    let out = stream.push(Buffer.from('data: '));
+    for (let i = 0; i < 9 && !stream.error; i++) out += stream.push(piece);
+    assert.equal(stream.error?.code, 'upstream_event_too_large');
+    assert.equal(stream.error?.status, 502);
+    assert.match(out, /^data: \{"error":\{.*"code":"upstream_event_too_large"/);
+    assert.equal(stream.push(piece), '', 'nothing more is read');
   });
 });
 

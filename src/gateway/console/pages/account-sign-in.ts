@@ -36,10 +36,14 @@ const Callback = Type.Object({
  *    issuer (mix-up);
  * 3. `error` (the person denied, or the server refused): a page saying so;
  * 4. the code exchanged with the verifier and the client secret, userinfo
- *    read with the token, the grant's refresh token revoked;
+ *    read with the token;
  * 5. the address must be verified by the account service;
- * 6. its workspace found, or created under GATEWAY_SIGNUP (tenants.ts);
- * 7. a console session, and `/`.
+ * 6. its confirmed workspace found, or created under GATEWAY_SIGNUP, an
+ *    unconfirmed one holding the address released (tenants.ts
+ *    tenantForVerifiedEmail);
+ * 7. a console session that keeps the grant's refresh token, rechecked at
+ *    the account service (accounts-session-grants.ts), and `/`. A sign-in
+ *    refused at 5 or 6 revokes the grant (the gateway keeps nothing of it).
  */
 export function accountSignIn(settings: AccountsSignIn): ConsoleOptions {
   const client = new AccountsClient(settings);
@@ -128,27 +132,36 @@ async function accountSignInRoutes(app: App, ctx: ConsoleContext, client: Accoun
       return refuse(reply, 400, 'The account service did not sign you in', `The account service answered: ${q.error}${q.error_description ? ` (${q.error_description})` : ''}.`);
     }
     if (!q.code) return refuse(reply, 400, 'This sign-in cannot be completed', 'The account service sent no sign-in code. Start again from the sign-in page.');
+    let who: Awaited<ReturnType<AccountsClient['identify']>>;
     try {
-      const who = await client.identify(metadata, q.code, found.verifier);
-      if (!who.emailVerified) {
-        request.log.info({ code: 'sign_in_email_unverified' }, 'account sign-in refused');
-        return refuse(
-          reply,
-          403,
-          'Verify your email address first',
-          `Your account\u2019s address ${who.email} is not verified yet. Open the link in the email the account service sent you, then sign in again.`,
-        );
-      }
-      const { tenantId, created } = await tenantForVerifiedEmail(deps, { email: who.email, ip: request.ip });
-      await startConsoleSession(deps, request, reply, tenantId);
-      request.log.info({ tenantId, created }, 'console sign-in with the account service');
-      return reply.redirect('/', 303);
+      who = await client.identify(metadata, q.code, found.verifier);
     } catch (err) {
+      return unavailable(request, reply, err);
+    }
+    const dropGrant = () => (who.refreshToken ? client.revoke(metadata, who.refreshToken) : Promise.resolve());
+    if (!who.emailVerified) {
+      await dropGrant();
+      request.log.info({ code: 'sign_in_email_unverified' }, 'account sign-in refused');
+      return refuse(
+        reply,
+        403,
+        'Verify your email address first',
+        `Your account\u2019s address ${who.email} is not verified yet. Open the link in the email the account service sent you, then sign in again.`,
+      );
+    }
+    let workspace: Awaited<ReturnType<typeof tenantForVerifiedEmail>>;
+    try {
+      workspace = await tenantForVerifiedEmail(deps, { email: who.email, ip: request.ip });
+    } catch (err) {
+      await dropGrant();
       if (err instanceof HttpProblem && err.code === 'signup_by_invitation') {
         request.log.info({ code: err.code }, 'account sign-in refused');
         return refuse(reply, 403, 'No workspace for this address', err.message);
       }
       return unavailable(request, reply, err);
     }
+    await startConsoleSession(deps, request, reply, workspace.tenantId, who.refreshToken);
+    request.log.info({ tenantId: workspace.tenantId, created: workspace.created, released: workspace.released }, 'console sign-in with the account service');
+    return reply.redirect('/', 303);
   });
 }

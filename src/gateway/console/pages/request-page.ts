@@ -186,8 +186,18 @@ function tokensSection(r: RequestDetail): string {
       ['Completion', count(r.completion_tokens)],
       ['of which reasoning', count(r.reasoning_tokens)],
       ['Saved (not sent, or not paid for)', count(r.saved_tokens)],
+      ...usageFlagFacts(r.usage_flags),
     ]),
   );
+}
+
+/** Why the counts are not the provider's own, when they are not (schema.ts usage_flags). */
+function usageFlagFacts(flags: string | null): [string, string][] {
+  if (flags === null) return [];
+  const notes: string[] = [];
+  if (flags.includes('estimated')) notes.push('Estimated by the gateway: the stream ended before the provider reported its usage (the prompt as estimated, the completion counted from what was relayed).');
+  if (flags.includes('clamped')) notes.push('Clamped: the provider reported a count that was not a whole number from 0 to 1,000,000,000.');
+  return [['Counted', notes.join(' ')]];
 }
 
 function latencySection(r: RequestDetail): string {

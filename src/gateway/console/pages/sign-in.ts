@@ -6,6 +6,7 @@ import { requestMagicLink, verifyMagicLink } from '../../magic-links.ts';
 import type { ConsoleContext } from '../console.ts';
 import { endConsoleSession, postedPreSession, preSessionBinding, readConsoleSession, setConsoleSession } from '../console-session.ts';
 import { attempt, csrfField, field, formError } from '../forms.ts';
+import { confirmEmailPages } from './confirm-email.ts';
 import { renderPage, sendConsolePage } from '../layout.ts';
 
 /**
@@ -95,6 +96,7 @@ export async function signInPages(app: App, ctx: ConsoleContext): Promise<void> 
   });
 
   for (const routes of ctx.signInRoutes) await app.register(routes, ctx);
+  await app.register(confirmEmailPages, ctx);
   if (deps.config.magicLinkUrl) return;
 
   app.get('/auth/magic-link', { schema: { hide: true, querystring: Type.Object({ token: Type.Optional(Type.String({ maxLength: 256 })) }) } }, async (request, reply) => {

@@ -2,6 +2,7 @@ import { once } from 'node:events';
 import type { Readable } from 'node:stream';
 import type { HttpProblem } from '../../../platform/errors.ts';
 import type { ChatStream } from '../../providers/types.ts';
+import { estimatePromptTokens } from '../../tokens.ts';
 import type { Call } from '../call.ts';
 
 /**
@@ -13,6 +14,9 @@ import type { Call } from '../call.ts';
  * would), so the call can still be retried or fall back. After it, the end
  * is always explicit: [DONE] after a complete answer, an error event after a
  * provider error or a broken upstream, nothing after the client left.
+ * A stream that ended without the provider's final usage (the client left,
+ * the upstream broke off) is settled with what was generated until then
+ * (ChatStream.settleUnfinished): the provider bills it, so budgets count it.
  */
 export async function relayStream(
   call: Call,
@@ -59,6 +63,7 @@ export async function relayStream(
       call.status = 499;
       call.errorCode = problem.code;
       upstream.destroy();
+      settleUnfinished(call, stream);
       return;
     }
     tail = stream.fail(problem);
@@ -71,4 +76,10 @@ export async function relayStream(
   }
   if (!call.streamOpened) call.openStream();
   if (!out.destroyed) out.end(tail);
+  settleUnfinished(call, stream);
+}
+
+/** The prompt, when the provider did not count it, as budgets estimate it (linear in the request's size). */
+function settleUnfinished(call: Call, stream: ChatStream): void {
+  stream.settleUnfinished(() => estimatePromptTokens(call.body.messages, call.body['tools']));
 }

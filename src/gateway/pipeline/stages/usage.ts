@@ -1,6 +1,8 @@
 import { HttpProblem } from '../../../platform/errors.ts';
+import { MAX_CALL_USD } from '../../catalog/cost.ts';
 import type { UsageWriter } from '../../data-plane/usage-writer.ts';
 import type { GatewayMetrics } from '../../metrics.ts';
+import type { TokenUsage } from '../../providers/types.ts';
 import type { UsageRecordRow } from '../../schema.ts';
 import { type Call, type Stage, totalSaved } from '../call.ts';
 import { storedBodies } from '../stored-bodies.ts';
@@ -66,8 +68,16 @@ function usageRow(call: Call): UsageRecordRow {
     created_at: call.receivedAt,
     request_body: bodies.request_body,
     response_body: bodies.response_body,
+    usage_flags: usage === undefined ? null : usageFlags(usage, call.costUsd),
     body_storage: bodies.body_storage,
   };
+}
+
+/** Why the counts are not the provider's own (schema.ts), or null; a cost at the guard's bound (catalog/cost.ts) was clamped too. */
+export function usageFlags(usage: TokenUsage, cost: number | undefined): string | null {
+  const clamped = usage.clamped === true || (cost !== undefined && cost >= MAX_CALL_USD);
+  if (usage.estimated) return clamped ? 'clamped,estimated' : 'estimated';
+  return clamped ? 'clamped' : null;
 }
 
 const round2 = (ms: number) => Math.round(ms * 100) / 100;

@@ -23,9 +23,14 @@ import { anthropicUsage, openAiUsageObject } from './usage.ts';
  *   versioning policy says new event types may appear.
  * Usage: message_start carries the input counts; message_delta carries the
  * cumulative output count (and, on newer models, final input counts, which win).
+ * The length of generated text (text, tool input, thinking) is counted, for a
+ * stream that ends before message_delta.
  * Chunks are written from a prefix built once per stream, so a text delta
  * costs one JSON.stringify of its text.
  */
+/** Most tool calls one answer may make (real ones make a few; OpenAI accepts at most 128 tools in a request). */
+const MAX_TOOL_CALLS = 1024;
+
 export class AnthropicStream extends RelayedStream {
   readonly #ctx: CallContext;
   readonly #options: StreamOptions;
@@ -85,8 +90,14 @@ export class AnthropicStream extends RelayedStream {
   #blockStart(index: unknown, block: unknown): void {
     if (!isObject(block)) return;
     if (block['type'] === 'text' && typeof block['text'] === 'string' && block['text'] !== '') {
+      this.generated(block['text']);
       this.#chunk(`{"content":${JSON.stringify(block['text'])}}`, 'null');
     } else if (block['type'] === 'tool_use' && typeof index === 'number') {
+      // Bounded: an upstream announcing tool calls without end must not grow this map with them.
+      if (this.#toolIndex.size >= MAX_TOOL_CALLS) {
+        this.stop(upstreamInvalid(this.provider));
+        return;
+      }
       const toolIndex = this.#toolIndex.size;
       this.#toolIndex.set(index, toolIndex);
       const call = { index: toolIndex, id: block['id'], type: 'function', function: { name: block['name'], arguments: '' } };
@@ -97,8 +108,13 @@ export class AnthropicStream extends RelayedStream {
   #blockDelta(index: unknown, delta: unknown): void {
     if (!isObject(delta)) return;
     if (delta['type'] === 'text_delta' && typeof delta['text'] === 'string') {
+      this.generated(delta['text']);
       this.#chunk(`{"content":${JSON.stringify(delta['text'])}}`, 'null');
+    } else if (delta['type'] === 'thinking_delta') {
+      // Not relayed, but generated and billed as output.
+      this.generated(delta['thinking']);
     } else if (delta['type'] === 'input_json_delta' && typeof delta['partial_json'] === 'string' && delta['partial_json'] !== '') {
+      this.generated(delta['partial_json']);
       const toolIndex = typeof index === 'number' ? this.#toolIndex.get(index) : undefined;
       if (toolIndex === undefined) return;
       this.#chunk(`{"tool_calls":[{"index":${toolIndex},"function":{"arguments":${JSON.stringify(delta['partial_json'])}}}]}`, 'null');
@@ -106,6 +122,8 @@ export class AnthropicStream extends RelayedStream {
   }
 
   #messageDelta(parsed: JsonObject): void {
+    // Its usage has the final output count (message_start's is a placeholder).
+    if (isObject(parsed['usage'])) this.usageFinal = true;
     this.#addUsage(parsed['usage']);
     const delta = parsed['delta'];
     if (isObject(delta) && delta['stop_reason'] !== undefined && delta['stop_reason'] !== null) {
@@ -136,7 +154,8 @@ export class AnthropicStream extends RelayedStream {
   #addUsage(usage: unknown): void {
     if (!isObject(usage)) return;
     for (const key of ['input_tokens', 'output_tokens', 'cache_read_input_tokens', 'cache_creation_input_tokens']) {
-      if (typeof usage[key] === 'number') this.#rawUsage[key] = usage[key];
+      // Anything but a number is kept too, for anthropicUsage to clamp and flag.
+      if (usage[key] !== undefined && usage[key] !== null) this.#rawUsage[key] = usage[key];
     }
     this.reportedUsage = anthropicUsage(this.#rawUsage);
   }

@@ -23,7 +23,8 @@ import { openAiUsage } from './usage.ts';
  * - a chunk that is not a JSON object ends the stream with an
  *   `upstream_invalid_response` error event.
  * Each chunk is parsed once (about a microsecond for a chunk of a few hundred
- * bytes); what is written on is the upstream's own text.
+ * bytes); what is written on is the upstream's own text. The length of the
+ * text its deltas carry is counted, for a stream that ends without usage.
  */
 export class OpenAiCompatibleStream extends RelayedStream {
   readonly #options: StreamOptions;
@@ -58,6 +59,7 @@ export class OpenAiCompatibleStream extends RelayedStream {
       this.#sawChunk = true;
       if (typeof parsed['model'] === 'string') this.reportedModel = parsed['model'];
     }
+    this.#count(parsed['choices']);
     if (isObject(parsed['usage']) || isObject(parsed['x_groq'])) this.#usageChunk(data, parsed);
     else this.out += sseEvent(data);
   };
@@ -66,7 +68,11 @@ export class OpenAiCompatibleStream extends RelayedStream {
   #usageChunk(data: string, parsed: Record<string, unknown>): void {
     const usage = isObject(parsed['usage']) ? parsed['usage'] : undefined;
     const xGroq = parsed['x_groq'];
-    this.reportedUsage = openAiUsage(usage ?? (isObject(xGroq) ? xGroq['usage'] : undefined)) ?? this.reportedUsage;
+    const reported = openAiUsage(usage ?? (isObject(xGroq) ? xGroq['usage'] : undefined));
+    if (reported !== undefined) {
+      this.reportedUsage = reported;
+      this.usageFinal = true;
+    }
     const choices = parsed['choices'];
     const usageOnly = Array.isArray(choices) && choices.length === 0;
     if (!this.#options.includeUsage) {
@@ -80,5 +86,20 @@ export class OpenAiCompatibleStream extends RelayedStream {
     }
     usage['cost'] = cost;
     this.out += sseEvent(JSON.stringify(parsed));
+  }
+
+  /** The generated text of a chunk's deltas, every choice: content, reasoning (DeepSeek's and OpenRouter's fields), refusal, tool-call arguments. */
+  #count(choices: unknown): void {
+    if (!Array.isArray(choices)) return;
+    for (const choice of choices) {
+      const delta = isObject(choice) ? choice['delta'] : undefined;
+      if (!isObject(delta)) continue;
+      this.generated(delta['content']);
+      this.generated(delta['reasoning_content'] ?? delta['reasoning']);
+      this.generated(delta['refusal']);
+      const calls = delta['tool_calls'];
+      if (!Array.isArray(calls)) continue;
+      for (const call of calls) if (isObject(call) && isObject(call['function'])) this.generated(call['function']['arguments']);
+    }
   }
 }
