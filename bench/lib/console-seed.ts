@@ -328,6 +328,7 @@ function usageRow(rnd: () => number, tenant: SeededTenant, session: Session, tur
     request_body: null,
     response_body: null,
     usage_flags: null,
+    body_storage: null,
   };
   const failure = rnd() < 0.03 ? ERRORS[Math.floor(rnd() * ERRORS.length)]! : undefined;
   if (failure) {

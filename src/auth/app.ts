@@ -20,11 +20,11 @@ import { tokenRoutes } from './routes/tokens.ts';
 import { verifyPageRoutes } from './routes/verify-page.ts';
 
 /**
- * The account service's HTTP app. Health, readiness and metrics are open;
- * the verification and password reset pages are open when the service
- * serves them itself; the OAuth paths are open only with
- * OAUTH_PUBLIC_ENDPOINTS=true; every other route lives in a scope guarded
- * by X-Api-Key.
+ * The account service's HTTP app. Health and readiness are open, metrics
+ * as AUTH_METRICS_PORT and AUTH_METRICS_TOKEN say; the verification and
+ * password reset pages are open when the service serves them itself; the
+ * OAuth paths are open only with OAUTH_PUBLIC_ENDPOINTS=true; every other
+ * route lives in a scope guarded by X-Api-Key.
  */
 export async function buildAuthApp(deps: AuthDeps): Promise<App> {
   const app = await createHttpApp({
@@ -37,7 +37,7 @@ export async function buildAuthApp(deps: AuthDeps): Promise<App> {
     // DELETE /v1/grants/{client_id}: a metadata-URL client's id is a URL (the route bounds it to 2048 characters).
     maxParamLength: 4096,
   });
-  await app.register(healthRoutes, { db: deps.db, migrations: authMigrations, metrics: deps.metrics });
+  await app.register(healthRoutes, { db: deps.db, migrations: authMigrations, metrics: deps.metrics, metricsExposure: deps.config.metricsExposure });
   if (!deps.config.verifyUrl) await app.register(verifyPageRoutes, deps);
   if (!deps.config.resetUrl) await app.register(resetPageRoutes, deps);
   const oauth = oauthDeps(deps);

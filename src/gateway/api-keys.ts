@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { randomToken, sha256 } from '../platform/crypto.ts';
-import { fieldProblem, HttpProblem } from '../platform/errors.ts';
+import { fieldProblem, HttpProblem, tooManyRequests } from '../platform/errors.ts';
 import type { GatewayDeps } from './deps.ts';
 import type { GatewayDb, GatewayTables } from './schema.ts';
 import { type Limits, parseLimits } from './settings/limits.ts';
@@ -76,13 +76,47 @@ export async function insertApiKey(
   return { ...toMetadata(row), key };
 }
 
-export function createApiKey(
-  deps: Pick<GatewayDeps, 'db' | 'clock'>,
+/**
+ * POST /api/v1/tenant/api-keys and the console's form. Preconditions, in
+ * this order (cheapest first):
+ * 1. the name is valid;
+ * 2. the workspace's creation bucket has a point (GATEWAY_LIMIT_API_KEY_CREATE): 429 `rate_limited`;
+ * 3. the workspace holds fewer than GATEWAY_MAX_API_KEYS_PER_TENANT live
+ *    keys: 409 `api_key_limit_reached`. Counted and inserted in one
+ *    transaction that first locks the tenant's row (PostgreSQL; a SQLite
+ *    transaction holds the write lock from its start), so concurrent
+ *    creations cannot pass the cap together.
+ * Revoked keys do not count; their rows are purged once the usage records
+ * that name them are (GATEWAY_USAGE_RETENTION_DAYS after the revocation).
+ */
+export async function createApiKey(
+  deps: Pick<GatewayDeps, 'db' | 'clock' | 'config' | 'dialect' | 'limiters' | 'metrics'>,
   tenantId: string,
   name: string,
   limits?: Limits,
 ): Promise<ApiKeyMetadata & { key: string }> {
-  return insertApiKey(deps.db, deps.clock.now(), tenantId, requireKeyName(name), limits);
+  const keyName = requireKeyName(name);
+  const bucket = await deps.limiters.apiKeyCreate.consume(tenantId);
+  if (!bucket.allowed) {
+    deps.metrics.rateLimited.inc({ bucket: 'api_key_create' });
+    throw tooManyRequests('rate_limited', 'Too many API keys were created for this workspace recently; try again later.', bucket.retryAfterMs);
+  }
+  const max = deps.config.maxApiKeysPerTenant;
+  return deps.db.transaction().execute(async (trx) => {
+    let lock = trx.selectFrom('tenants').select('id').where('id', '=', tenantId);
+    if (deps.dialect === 'postgres') lock = lock.forUpdate();
+    await lock.execute();
+    const live = await trx
+      .selectFrom('api_keys')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('tenant_id', '=', tenantId)
+      .where('revoked_at', 'is', null)
+      .executeTakeFirstOrThrow();
+    if (Number(live.n) >= max) {
+      throw new HttpProblem(409, 'api_key_limit_reached', `This workspace already has ${max} live API keys; revoke one before creating another.`);
+    }
+    return insertApiKey(trx, deps.clock.now(), tenantId, keyName, limits);
+  });
 }
 
 /** The tenant's live keys, newest first: metadata only. */

@@ -71,7 +71,7 @@ export async function buildControlApp(deps: GatewayDeps): Promise<App> {
 }
 
 /**
- * The whole gateway: health, readiness and metrics (open), the control plane
+ * The whole gateway: health and readiness (open), metrics (as GATEWAY_METRICS_* say), the control plane
  * (problem+json) and the OpenAI-compatible data plane under /v1 (OpenAI's
  * error shape, its own 404s included, and the data plane's body limit).
  */
@@ -86,7 +86,7 @@ export async function buildGatewayApp(deps: GatewayDeps, dataPlane: DataPlaneRou
     // Every call's id is ours: it is the primary key of its usage record (a client's id could collide).
     acceptRequestId: false,
   });
-  await app.register(healthRoutes, { db: deps.db, migrations: gatewayMigrations, metrics: deps.metrics, draining });
+  await app.register(healthRoutes, { db: deps.db, migrations: gatewayMigrations, metrics: deps.metrics, metricsExposure: deps.config.metricsExposure, draining });
   await registerControlPlane(app, deps);
   await app.register(
     async (v1: App) => {

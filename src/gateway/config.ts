@@ -36,7 +36,18 @@ export interface GatewayConfig extends SharedSettings {
   confirmTtlMs: number;
   /** GATEWAY_ACCOUNTS_SESSION_CHECK_SECONDS: how often a console session opened through the account service rechecks its grant there. */
   accountsSessionCheckMs: number;
-  limits: { signup: RateSetting; magicLink: RateSetting; magicLinkPerEmail: RateSetting; verify: RateSetting };
+  limits: {
+    signup: RateSetting;
+    magicLink: RateSetting;
+    magicLinkPerEmail: RateSetting;
+    verify: RateSetting;
+    /** Per workspace: API keys created. */
+    apiKeyCreate: RateSetting;
+    /** Per workspace: provider keys stored or tested (each resolves a host or calls the provider). */
+    providerKeys: RateSetting;
+  };
+  /** Live (unrevoked) API keys a workspace may hold. */
+  maxApiKeysPerTenant: number;
   trustProxy: TrustProxy;
   /** Control-plane JSON bodies. */
   controlBodyLimit: number;
@@ -63,6 +74,8 @@ export interface GatewayConfig extends SharedSettings {
   /** retentionMs: usage records (and any stored bodies) older than this are purged. */
   /** journalDir: where records wait on disk until written (undefined: GATEWAY_USAGE_JOURNAL_DIR=off). */
   usage: { flushMs: number; batchSize: number; retentionMs: number; journalDir: string | undefined };
+  /** Bodies kept for tenants that store them (stored-bodies.ts): each capped at maxBytes, a tenant's together at quotaBytes. */
+  storedBodies: { maxBytes: number; quotaBytes: number };
   purgeIntervalMs: number;
   /** Budgets and limits (docs/gateway-budgets.md): output tokens reserved when a call names no max_tokens; how long a reservation outlives a replica that died holding it. */
   budgets: { defaultOutputTokens: number; reservationTtlMs: number };
@@ -169,7 +182,10 @@ export function loadGatewayConfig(env: Record<string, string | undefined> = proc
       magicLink: r.rate('GATEWAY_LIMIT_MAGIC_LINK', { points: 10, durationSeconds: 3600 }),
       magicLinkPerEmail: r.rate('GATEWAY_LIMIT_MAGIC_LINK_PER_EMAIL', { points: 3, durationSeconds: 3600 }),
       verify: r.rate('GATEWAY_LIMIT_MAGIC_LINK_VERIFY', { points: 30, durationSeconds: 300 }),
+      apiKeyCreate: r.rate('GATEWAY_LIMIT_API_KEY_CREATE', { points: 30, durationSeconds: 3600 }),
+      providerKeys: r.rate('GATEWAY_LIMIT_PROVIDER_KEYS', { points: 60, durationSeconds: 3600 }),
     },
+    maxApiKeysPerTenant: r.int('GATEWAY_MAX_API_KEYS_PER_TENANT', 100, 1, 10_000),
     trustProxy: 'value' in trustProxy ? trustProxy.value : false,
     controlBodyLimit: 64 * 1024,
     bodyLimit: r.int('GATEWAY_BODY_LIMIT_BYTES', 32 * 1024 * 1024, 1024, 512 * 1024 * 1024),
@@ -197,6 +213,10 @@ export function loadGatewayConfig(env: Record<string, string | undefined> = proc
       batchSize: r.int('GATEWAY_USAGE_BATCH_SIZE', 500, 1, 10_000),
       retentionMs: r.int('GATEWAY_USAGE_RETENTION_DAYS', 90, 1, 3650) * DAY,
       journalDir: journalDir(r.string('GATEWAY_USAGE_JOURNAL_DIR'), dataDir),
+    },
+    storedBodies: {
+      maxBytes: r.int('GATEWAY_STORED_BODY_MAX_BYTES', 1024 * 1024, 1024, 16 * 1024 * 1024),
+      quotaBytes: r.int('GATEWAY_STORED_BODIES_QUOTA_BYTES', 256 * 1024 * 1024, 0, 1024 * 1024 * 1024 * 1024),
     },
     purgeIntervalMs: r.int('GATEWAY_PURGE_INTERVAL_MINUTES', 60, 1, 1440) * MINUTE,
     budgets: {

@@ -24,6 +24,9 @@ export interface GatewayDeps {
     magicLink: RateLimiter;
     magicLinkPerEmail: RateLimiter;
     verify: RateLimiter;
+    /** Per workspace (its tenant id). */
+    apiKeyCreate: RateLimiter;
+    providerKeys: RateLimiter;
   };
   /** Set when REDIS_URL is: state shared by replicas (rate limits, API-key revocations). */
   redis: Redis | undefined;

@@ -3,6 +3,7 @@ import { jobRunsMigration } from '../platform/jobs.ts';
 import { outboxMigration } from '../platform/mail.ts';
 import type { GatewayDb } from './schema.ts';
 import { workspaceOwnershipMigration } from './workspace-ownership-migration.ts';
+import { rebuildStoredBodyBytes } from './stored-body-bytes.ts';
 import { LATENCY_ROLLUPS, MEASURES, periodColumn, rebuildUsageRollups, ROLLUPS } from './usage-rollups.ts';
 
 /** Migrations of the gateway, applied in key order; the same on SQLite and PostgreSQL. */
@@ -190,6 +191,26 @@ export const gatewayMigrations: Record<string, Migration> = {
   '0009_usage_flags': {
     async up(db) {
       await db.schema.alterTable('usage_records').addColumn('usage_flags', 'text').execute();
+    },
+  },
+  /**
+   * Stored bodies bounded per tenant (stored-body-bytes.ts, the usage stage's
+   * stored-bodies.ts): what became of each call's bodies, and the bytes each
+   * tenant stored per day, filled here from the bodies already stored (one
+   * pass over the records) so that they count against the quota too.
+   */
+  '0010_storage_quota': {
+    async up(db) {
+      await db.schema.alterTable('usage_records').addColumn('body_storage', 'text').execute();
+      const sqlite = db.getExecutor().adapter instanceof SqliteAdapter;
+      const create = db.schema
+        .createTable('stored_body_bytes')
+        .addColumn('tenant_id', 'text', (c) => c.notNull())
+        .addColumn('day', 'bigint', (c) => c.notNull())
+        .addColumn('bytes', 'double precision', (c) => c.notNull())
+        .addPrimaryKeyConstraint('stored_body_bytes_pk', ['tenant_id', 'day']);
+      await (sqlite ? create.modifyEnd(sql`without rowid`) : create).execute();
+      await rebuildStoredBodyBytes(db as GatewayDb);
     },
   },
 };

@@ -60,11 +60,3 @@ export const upstreamInvalid = (provider: string, cause?: unknown) =>
     type: 'api_error',
     cause,
   });
-
-export const upstreamForbiddenAddress = (provider: string) =>
-  new HttpProblem(
-    400,
-    'upstream_address_forbidden',
-    `The ${provider} base_url resolves to a private or reserved address; see GATEWAY_ALLOW_PRIVATE_UPSTREAMS.`,
-    { type: 'invalid_request_error' },
-  );

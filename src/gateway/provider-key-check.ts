@@ -1,8 +1,8 @@
 import type { Readable } from 'node:stream';
 import { HttpProblem } from '../platform/errors.ts';
 import type { GatewayDeps } from './deps.ts';
-import { upstreamForbiddenAddress, upstreamInvalid, upstreamTimeout, upstreamUnreachable } from './openai-errors.ts';
-import { loadProviderKeys } from './provider-keys.ts';
+import { upstreamInvalid, upstreamTimeout, upstreamUnreachable } from './openai-errors.ts';
+import { loadProviderKeys, takeProviderKeyPoint } from './provider-keys.ts';
 import { adapterFor } from './providers/adapters.ts';
 import { findProvider } from './providers/registry.ts';
 
@@ -30,10 +30,15 @@ export type KeyCheck =
  * provider or the network did: that is the answer shown; a key not stored
  * is a 404.
  */
-export async function checkProviderKey(deps: Pick<GatewayDeps, 'db' | 'config' | 'upstream'>, tenantId: string, providerId: string): Promise<KeyCheck> {
+export async function checkProviderKey(
+  deps: Pick<GatewayDeps, 'db' | 'config' | 'upstream' | 'limiters' | 'metrics'>,
+  tenantId: string,
+  providerId: string,
+): Promise<KeyCheck> {
   const provider = findProvider(providerId);
   const notStored = () => new HttpProblem(404, 'provider_key_not_found', `No ${provider?.name ?? 'such'} key is stored for this workspace.`);
   if (!provider) throw notStored();
+  await takeProviderKeyPoint(deps, tenantId);
   const keys = await loadProviderKeys(deps.db, [deps.config.encryptionKey, ...deps.config.previousEncryptionKeys], tenantId);
   const credentials = keys.get(provider.id);
   if (!credentials) throw notStored();
@@ -80,8 +85,7 @@ const TIMEOUTS = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 
 function transportProblem(provider: string, err: unknown, signal: AbortSignal): HttpProblem {
   if (err instanceof HttpProblem) return err;
   const code = (err as { code?: unknown } | null)?.code;
-  const causeCode = (err as { cause?: { code?: unknown } } | null)?.cause?.code;
-  if (code === 'forbidden_address' || causeCode === 'forbidden_address') return upstreamForbiddenAddress(provider);
+  // A forbidden address is "could not be reached", as an unresolvable name is (the data plane's transportError): one answer for both.
   if (signal.aborted || (typeof code === 'string' && TIMEOUTS.has(code))) return upstreamTimeout(provider, err);
   if (err instanceof SyntaxError) return upstreamInvalid(provider, err);
   return upstreamUnreachable(provider, err);

@@ -1,6 +1,6 @@
 import { decryptWithAny, encrypt } from '../platform/crypto.ts';
 import type { RotationCount } from '../platform/key-rotation.ts';
-import { fieldProblem, HttpProblem } from '../platform/errors.ts';
+import { fieldProblem, HttpProblem, tooManyRequests } from '../platform/errors.ts';
 import { checkUpstreamUrl, type UpstreamRefusalCode } from '../platform/safe-connect.ts';
 import type { LookupFn } from '../platform/safe-fetch.ts';
 import type { GatewayDeps } from './deps.ts';
@@ -34,8 +34,17 @@ const REFUSALS: Record<UpstreamRefusalCode, string> = {
   userinfo_not_allowed: 'invalid_base_url',
   fragment_not_allowed: 'invalid_base_url',
   forbidden_address: 'base_url_not_allowed',
-  dns_failed: 'base_url_unresolvable',
+  dns_failed: 'base_url_not_allowed',
 };
+
+/**
+ * A host that resolves to a private address and one that does not resolve
+ * get this same answer: two answers would tell a tenant which internal
+ * names exist (`https://db.internal/v1`), as the account service's metadata
+ * fetch learnt (one failure message for every fetch failure).
+ */
+const NOT_ALLOWED =
+  'base_url refused: its host must resolve, and only to public addresses (a private, loopback, link-local or reserved address, or a name that does not resolve, is refused; GATEWAY_ALLOW_PRIVATE_UPSTREAMS can allow self-hosted upstreams).';
 
 /**
  * The base URL as it will be stored (no trailing slash), checked by the
@@ -49,15 +58,29 @@ async function requireBaseUrl(deps: Pick<GatewayDeps, 'config'>, provider: Provi
   }
   const check = await checkUpstreamUrl(baseUrl.trim(), upstreamPolicy(deps.config.allowPrivateUpstreams), lookup);
   if (!check.ok) {
-    const hint = check.code === 'forbidden_address' || check.code === 'insecure_scheme' ? ' (GATEWAY_ALLOW_PRIVATE_UPSTREAMS can allow self-hosted upstreams)' : '';
-    throw fieldProblem(REFUSALS[check.code], 'base_url', `base_url refused: ${check.message}${hint}.`);
+    const code = REFUSALS[check.code];
+    if (code === 'base_url_not_allowed') throw fieldProblem(code, 'base_url', NOT_ALLOWED);
+    const hint = check.code === 'insecure_scheme' ? ' (GATEWAY_ALLOW_PRIVATE_UPSTREAMS can allow self-hosted upstreams)' : '';
+    throw fieldProblem(code, 'base_url', `base_url refused: ${check.message}${hint}.`);
   }
   return check.url.href.replace(/\/+$/, '');
 }
 
+/**
+ * One point of the workspace's provider-key bucket (GATEWAY_LIMIT_PROVIDER_KEYS),
+ * taken before each store or test: each resolves a host the tenant chose,
+ * or calls the provider, and tells every replica to drop the tenant's cache.
+ */
+export async function takeProviderKeyPoint(deps: Pick<GatewayDeps, 'limiters' | 'metrics'>, tenantId: string): Promise<void> {
+  const bucket = await deps.limiters.providerKeys.consume(tenantId);
+  if (bucket.allowed) return;
+  deps.metrics.rateLimited.inc({ bucket: 'provider_keys' });
+  throw tooManyRequests('rate_limited', 'Too many provider keys were stored or tested for this workspace recently; try again later.', bucket.retryAfterMs);
+}
+
 /** Stores (or replaces) the tenant's key for a provider; then tells the data plane's caches. */
 export async function putProviderKey(
-  deps: Pick<GatewayDeps, 'db' | 'clock' | 'config' | 'tenantChanged'>,
+  deps: Pick<GatewayDeps, 'db' | 'clock' | 'config' | 'tenantChanged' | 'limiters' | 'metrics'>,
   tenantId: string,
   input: { provider: string; key: string; baseUrl?: string | undefined },
   lookup?: LookupFn,
@@ -65,6 +88,7 @@ export async function putProviderKey(
   const provider = requireProvider(input.provider);
   const key = input.key.trim();
   if (key.length < 8) throw fieldProblem('invalid_key', 'key', 'The provider key must be at least 8 characters.');
+  await takeProviderKeyPoint(deps, tenantId);
   const baseUrl = await requireBaseUrl(deps, provider, input.baseUrl, lookup);
   const now = deps.clock.now();
   const row = {

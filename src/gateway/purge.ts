@@ -3,6 +3,7 @@ import { outboxPurgeTarget, type PurgeTarget, purgeRows } from '../platform/purg
 import type { GatewayConfig } from './config.ts';
 import type { GatewayDeps } from './deps.ts';
 import type { GatewayTables } from './schema.ts';
+import { storedBodyBytesPurgeTarget } from './stored-body-bytes.ts';
 import { GRAIN_MS, LATENCY_ROLLUPS, periodColumn, ROLLUPS } from './usage-rollups.ts';
 
 const DAY = 86_400_000;
@@ -14,13 +15,18 @@ const DAY = 86_400_000;
  * GATEWAY_USAGE_RETENTION_DAYS, and the usage rollups (usage-rollups.ts)
  * with them, an hour (or a day) once all of it is older than that: until
  * then the hour or day the retention cuts still counts its records purged
- * already.
+ * already. A revoked API key goes as long after its revocation: by then no
+ * record names it (the request log lists revoked keys that records name),
+ * and a workspace's revoked keys are bounded by their creation rate times
+ * the retention.
  */
 export const GATEWAY_PURGE_TARGETS: readonly PurgeTarget<GatewayConfig>[] = [
   { table: 'gateway_sessions', key: 'token_hash', condition: (eb, now) => eb('expires_at', '<', now) },
   { table: 'magic_links', key: 'token_hash', condition: (eb, now) => eb('expires_at', '<', now - DAY) },
   outboxPurgeTarget,
   { table: 'usage_records', key: 'request_id', condition: (eb, now, config) => eb('created_at', '<', now - config.usage.retentionMs) },
+  { table: 'api_keys', condition: (eb, now, config) => eb('revoked_at', '<', now - config.usage.retentionMs) },
+  storedBodyBytesPurgeTarget,
   ...[...ROLLUPS, ...LATENCY_ROLLUPS].map(({ table, grain }) => ({
     table,
     // The hour (or day) as the key: the condition is on it alone, so every row of a chosen hour meets it.

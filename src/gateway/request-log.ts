@@ -54,7 +54,8 @@ export interface RequestEntry {
   usage_flags: string | null;
 }
 
-export type RequestDetail = RequestEntry & { request_body: string | null; response_body: string | null };
+/** `body_storage`: what became of the bodies (UsageRecordRow's; null: the workspace did not store them then). */
+export type RequestDetail = RequestEntry & { request_body: string | null; response_body: string | null; body_storage: string | null };
 
 const METADATA = [
   'request_id', 'key_id', 'session_id', 'tag', 'model_requested', 'model_used', 'provider', 'status', 'error_code', 'stream',
@@ -283,10 +284,12 @@ export async function requestLogKeys(
 export async function getRequest(deps: Pick<GatewayDeps, 'db'>, tenantId: string, requestId: string): Promise<RequestDetail> {
   const row = await deps.db
     .selectFrom('usage_records')
-    .select([...METADATA, 'request_body', 'response_body'])
+    .select([...METADATA, 'request_body', 'response_body', 'body_storage'])
     .where('tenant_id', '=', tenantId)
     .where('request_id', '=', requestId)
     .executeTakeFirst();
   if (!row) throw new HttpProblem(404, 'request_not_found', 'No request with this id belongs to this tenant.');
-  return { ...toEntry(row), request_body: row.request_body, response_body: row.response_body };
+  // A record from before body_storage existed that kept bodies kept them whole.
+  const storage = row.body_storage ?? (row.request_body !== null || row.response_body !== null ? 'stored' : null);
+  return { ...toEntry(row), request_body: row.request_body, response_body: row.response_body, body_storage: storage };
 }

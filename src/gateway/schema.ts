@@ -105,6 +105,14 @@ export interface GatewayTables {
   usage_rollup_latency_daily: UsageRollupDayKey & UsageLatencyCounts;
   outbox: OutboxTable;
   job_runs: { name: string; last_run_at: number };
+  /**
+   * Bytes of stored bodies (usage_records.request_body and response_body,
+   * UTF-8) per tenant and day (`floor(created_at / 86400000)`), kept by the
+   * usage writer in the transaction that inserts the records and purged with
+   * them: a tenant's stored-body quota is the sum over its days within the
+   * retention (stored-body-bytes.ts).
+   */
+  stored_body_bytes: { tenant_id: string; day: number; bytes: number };
 }
 
 export interface UsageRecordRow {
@@ -163,6 +171,12 @@ export interface UsageRecordRow {
    * are the gateway's, the completion counted from the deltas relayed).
    */
   usage_flags: string | null;
+  /**
+   * What became of the bodies when the tenant stores them (null: it did not):
+   * `stored`; `request_truncated` and/or `response_truncated` (comma-separated:
+   * cut at GATEWAY_STORED_BODY_MAX_BYTES); `quota_full` or `not_sent` (none kept).
+   */
+  body_storage: string | null;
 }
 
 /** A rollup row's tenant and hour (`floor(created_at / 3600000)`: hours since the epoch, UTC). */

@@ -48,6 +48,8 @@ export async function createGatewayService(config: GatewayConfig, overrides: Run
           magicLink: createRateLimiter('gateway:magic-link', config.limits.magicLink, core.redis),
           magicLinkPerEmail: createRateLimiter('gateway:magic-link-email', config.limits.magicLinkPerEmail, core.redis),
           verify: createRateLimiter('gateway:magic-link-verify', config.limits.verify, core.redis),
+          apiKeyCreate: createRateLimiter('gateway:api-key-create', config.limits.apiKeyCreate, core.redis),
+          providerKeys: createRateLimiter('gateway:provider-keys', config.limits.providerKeys, core.redis),
         },
         apiKeyRevoked: (keyHash) => plane.bus.publish({ kind: 'api-key', keyHash }),
         tenantChanged: (tenantId) => plane.bus.publish({ kind: 'tenant', tenantId }),

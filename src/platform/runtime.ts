@@ -10,6 +10,7 @@ import { createLogger } from './logging.ts';
 import { type OutboxContext, type OutboxWorker, outboxWorker } from './mail.ts';
 import { logTransport, type MailTransport, type SmtpSettings, smtpTransport } from './mail-transport.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
+import { type MetricsExposure, metricsExposureLine, startMetricsServer } from './metrics-endpoint.ts';
 import { connectRedis } from './redis.ts';
 import type { MailSettings } from './settings.ts';
 import { applyV8Tuning } from './v8-tuning.ts';
@@ -28,6 +29,8 @@ export interface RuntimeSettings {
   encryptionKey: Buffer;
   /** Keys being retired (…_ENCRYPTION_KEY_PREVIOUS): bodies they sealed still open. */
   previousEncryptionKeys?: readonly Buffer[];
+  /** Where GET /metrics is served: a port of its own is listened on beside the service's (the app mounts the route on its own port). */
+  metricsExposure?: MetricsExposure;
 }
 
 /** What tests replace. */
@@ -92,8 +95,10 @@ export interface ServiceRuntime<Deps> {
   jobs: Map<string, PeriodicJob>;
   /** Starts the mail worker and the enabled jobs. */
   startWorkers(): void;
-  /** Listens; resolves with the address. */
+  /** Listens (and on {P}_METRICS_PORT, when set, serves /metrics there); resolves with the service's address. */
   listen(host: string, port: number): Promise<string>;
+  /** The metrics listener's address once listening, when {P}_METRICS_PORT is set. */
+  metricsUrl(): string | undefined;
   /** Stops accepting, finishes in-flight requests and background work, stops the workers, closes Redis and the database. */
   close(): Promise<void>;
 }
@@ -139,6 +144,7 @@ export async function createServiceRuntime<DB, Deps>(options: ServiceRuntimeOpti
     const specs = options.jobs?.(deps) ?? [];
     const jobs = new Map(specs.map((spec) => [spec.name, periodicJob({ ...spec, db, dialect, clock, log })]));
     const app = await options.buildApp(deps);
+    let metricsServer: { url: string; close(): Promise<void> } | undefined;
 
     return {
       name,
@@ -151,7 +157,14 @@ export async function createServiceRuntime<DB, Deps>(options: ServiceRuntimeOpti
         mailWorker.start();
         for (const spec of specs) if (spec.enabled !== false) jobs.get(spec.name)?.start();
       },
-      listen: (host, port) => app.listen({ host, port }),
+      async listen(host, port) {
+        const address = await app.listen({ host, port });
+        const exposure = settings.metricsExposure;
+        if (exposure?.port !== undefined) metricsServer = await startMetricsServer({ exposure, metrics, log, host });
+        if (exposure) log.info(metricsExposureLine(exposure, metricsServer?.url));
+        return address;
+      },
+      metricsUrl: () => metricsServer?.url,
       async close() {
         // server.close() closes the connections idle at that moment; one whose last response (a long
         // stream) ends later would be held open by keep-alive (72 s) and hold the shutdown with it.
@@ -161,6 +174,7 @@ export async function createServiceRuntime<DB, Deps>(options: ServiceRuntimeOpti
         } finally {
           clearInterval(sweep);
         }
+        await metricsServer?.close();
         await options.afterDrain?.(deps);
         await background.settled();
         await mailWorker.stop();

@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import type { EnvReader } from './config.ts';
 import type { SmtpSettings } from './mail-transport.ts';
+import { type MetricsExposure, readMetricsExposure } from './metrics-endpoint.ts';
 
 /** How the outbox worker sends: sender address, poll interval and retry policy. */
 export interface MailSettings {
@@ -14,7 +15,7 @@ export interface MailSettings {
 /**
  * The settings every service reads alike: the unprefixed ones a deployment
  * sets once for all services (NODE_ENV, DATA_DIR, LOG_LEVEL, REDIS_URL,
- * SMTP_*), and the outbox worker's, under the service's prefix.
+ * SMTP_*), and the outbox worker's and /metrics's, under the service's prefix.
  */
 export interface SharedSettings {
   production: boolean;
@@ -25,6 +26,8 @@ export interface SharedSettings {
   /** Undefined when SMTP_HOST is unset: emails are printed to the log. */
   smtp: SmtpSettings | undefined;
   mail: MailSettings;
+  /** Where GET /metrics is served ({P}_METRICS_PORT, {P}_METRICS_TOKEN; metrics-endpoint.ts). */
+  metricsExposure: MetricsExposure;
 }
 
 export interface SharedSettingsOptions {
@@ -71,5 +74,6 @@ export function readSharedSettings(r: EnvReader, options: SharedSettingsOptions)
       backoffBaseMs: r.int(`${p}_MAIL_BACKOFF_SECONDS`, 30, 1, 3600) * 1000,
       backoffCapMs: HOUR,
     },
+    metricsExposure: readMetricsExposure(r, p, production),
   };
 }

@@ -20,6 +20,9 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const ENTRY = { auth: 'src/auth/main.ts', gateway: 'src/gateway/main.ts' } as const;
 const PORT_SETTING = { auth: 'AUTH_PORT', gateway: 'GATEWAY_PORT' } as const;
 const HOST_SETTING = { auth: 'AUTH_HOST', gateway: 'GATEWAY_HOST' } as const;
+/** Production serves /metrics only behind a token (or on a port of its own): the replicas get this one, and metric() sends it. */
+const METRICS_TOKEN_SETTING = { auth: 'AUTH_METRICS_TOKEN', gateway: 'GATEWAY_METRICS_TOKEN' } as const;
+const METRICS_TOKEN = 'cluster-metrics-token-0123456789-abcdefgh';
 
 export type ServiceName = keyof typeof ENTRY;
 
@@ -62,7 +65,7 @@ export interface Replica {
   lines: string[];
   /** Its JSON log records. */
   records(): LogRecord[];
-  /** GET /metrics: the value of one sample (0 when absent), e.g. `auth_rate_limited_total{bucket="login"}`. */
+  /** GET /metrics (with the replicas' metrics token): the value of one sample (0 when absent), e.g. `auth_rate_limited_total{bucket="login"}`. */
   metric(sample: string): Promise<number>;
 }
 
@@ -100,7 +103,14 @@ export async function startReplicas(service: ServiceName, count: number, env: Re
     const dataDir = mkdtempSync(join(tmpdir(), `${name}-`));
     const child = spawn(process.execPath, [ENTRY[service]], {
       cwd: ROOT,
-      env: { PATH: process.env['PATH'] ?? '', DATA_DIR: dataDir, [PORT_SETTING[service]]: '0', [HOST_SETTING[service]]: '127.0.0.1', ...env },
+      env: {
+        PATH: process.env['PATH'] ?? '',
+        DATA_DIR: dataDir,
+        [PORT_SETTING[service]]: '0',
+        [HOST_SETTING[service]]: '127.0.0.1',
+        [METRICS_TOKEN_SETTING[service]]: METRICS_TOKEN,
+        ...env,
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     running.add(child);
@@ -114,7 +124,9 @@ export async function startReplicas(service: ServiceName, count: number, env: Re
       lines,
       records: () => lines.flatMap((line) => (line.startsWith('{') ? [JSON.parse(line) as LogRecord] : [])),
       async metric(sample) {
-        const text = await (await fetch(`${replica.url}/metrics`)).text();
+        const res = await fetch(`${replica.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
+        if (!res.ok) throw new Error(`${replica.name} GET /metrics: ${res.status}`);
+        const text = await res.text();
         const line = text.split('\n').find((l) => l.startsWith(`${sample} `));
         return line ? Number(line.slice(sample.length + 1)) : 0;
       },

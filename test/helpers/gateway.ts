@@ -73,6 +73,8 @@ export async function startTestGateway(kind: DbKind, env: Record<string, string>
     GATEWAY_LIMIT_MAGIC_LINK: '1000/3600',
     GATEWAY_LIMIT_MAGIC_LINK_PER_EMAIL: '1000/3600',
     GATEWAY_LIMIT_MAGIC_LINK_VERIFY: '1000/300',
+    GATEWAY_LIMIT_API_KEY_CREATE: '1000/3600',
+    GATEWAY_LIMIT_PROVIDER_KEYS: '1000/3600',
     ...(database.url ? { GATEWAY_DATABASE_URL: database.url } : {}),
     ...env,
   });
@@ -90,7 +92,14 @@ export async function startTestGateway(kind: DbKind, env: Record<string, string>
     config,
     log,
     metrics: createMetrics('gateway', false),
-    limiters: { signup: limiter('signup'), magicLink: limiter('magicLink'), magicLinkPerEmail: limiter('magicLinkPerEmail'), verify: limiter('verify') },
+    limiters: {
+      signup: limiter('signup'),
+      magicLink: limiter('magicLink'),
+      magicLinkPerEmail: limiter('magicLinkPerEmail'),
+      verify: limiter('verify'),
+      apiKeyCreate: limiter('apiKeyCreate'),
+      providerKeys: limiter('providerKeys'),
+    },
     redis: undefined,
     outbox: { clock, key: config.encryptionKey },
     mailQueued: () => {
@@ -209,6 +218,7 @@ export function usageRow(row: Partial<UsageRecordRow> & { request_id: string; te
     request_body: null,
     response_body: null,
     usage_flags: null,
+    body_storage: null,
     ...row,
   };
 }

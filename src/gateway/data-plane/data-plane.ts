@@ -91,6 +91,7 @@ export function createDataPlane(options: {
       clock,
       bus,
       encryptionKeys: [config.encryptionKey, ...config.previousEncryptionKeys],
+      storedBodies: { ...config.storedBodies, retentionMs: config.usage.retentionMs },
       onUnreadableKey: (tenantId, provider) =>
         log.error({ tenantId, provider }, 'a stored provider key opens with neither GATEWAY_ENCRYPTION_KEY nor GATEWAY_ENCRYPTION_KEY_PREVIOUS; it is ignored'),
     }),

@@ -3,6 +3,8 @@ import type { InvalidationBus } from '../invalidation.ts';
 import { loadProviderKeys } from '../provider-keys.ts';
 import { parseTenantSettings, type TenantSettings } from '../tenant-settings.ts';
 import type { GatewayDb } from '../schema.ts';
+import { storedBodyBytes } from '../stored-body-bytes.ts';
+import { BodyStorage } from './body-storage.ts';
 import { LoadingCache } from './loading-cache.ts';
 
 /** What a data-plane call needs of its tenant: the provider keys in plaintext and the body-storage setting. */
@@ -13,6 +15,8 @@ export interface TenantContext {
   /** The providers with a key: model resolution and /v1/models look only at these. */
   keyed: ReadonlySet<string>;
   storeBodies: boolean;
+  /** Set when storeBodies is: the cap on each body and the room left in the tenant's quota. */
+  bodies: BodyStorage | undefined;
   /** The tenant's pipeline settings as stored (unset fields: the gateway's defaults, applied by each stage). */
   settings: TenantSettings;
 }
@@ -30,6 +34,8 @@ export function tenantContexts(options: {
   /** GATEWAY_ENCRYPTION_KEY, then the keys being retired. */
   encryptionKeys: readonly Buffer[];
   onUnreadableKey: (tenantId: string, provider: string) => void;
+  /** GATEWAY_STORED_BODY_MAX_BYTES, GATEWAY_STORED_BODIES_QUOTA_BYTES, and the retention the quota counts over. */
+  storedBodies: { maxBytes: number; quotaBytes: number; retentionMs: number };
   ttlMs?: number;
   maxEntries?: number;
 }) {
@@ -44,7 +50,12 @@ export function tenantContexts(options: {
         options.onUnreadableKey(tenantId, provider),
       );
       const parsed = new Map([...providerKeys].map(([provider, key]) => [provider, { apiKey: key.apiKey, baseUrl: new URL(key.baseUrl) }]));
-      return { tenantId, providerKeys: parsed, keyed: new Set(parsed.keys()), storeBodies: tenant.store_bodies === 1, settings: parseTenantSettings(tenant.settings) };
+      const storeBodies = tenant.store_bodies === 1;
+      const limits = options.storedBodies;
+      const bodies = storeBodies
+        ? new BodyStorage(limits.maxBytes, limits.quotaBytes, await storedBodyBytes(options.db, tenantId, options.clock.now(), limits.retentionMs))
+        : undefined;
+      return { tenantId, providerKeys: parsed, keyed: new Set(parsed.keys()), storeBodies, bodies, settings: parseTenantSettings(tenant.settings) };
     },
   });
   options.bus.subscribe((message) => {

@@ -45,6 +45,7 @@ export const USAGE_COLUMNS = [
   'request_body',
   'response_body',
   'usage_flags',
+  'body_storage',
 ] as const satisfies readonly (keyof UsageRecordRow)[];
 
 // Every field of a record has a column here (a field added to the row and forgotten here fails type checking).
@@ -90,6 +91,7 @@ export function usageValues(r: UsageRecordRow): unknown[] {
     r.response_body,
     // Absent from records journaled before the column existed.
     r.usage_flags ?? null,
+    r.body_storage ?? null,
   ];
 }
 
@@ -146,5 +148,6 @@ export function decodeUsageRow(line: string): UsageRecordRow {
     request_body: v[31] ?? null,
     response_body: v[32] ?? null,
     usage_flags: v[33] ?? null,
+    body_storage: v[34] ?? null,
   } as UsageRecordRow;
 }

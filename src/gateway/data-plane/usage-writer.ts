@@ -2,6 +2,7 @@ import { CompiledQuery } from 'kysely';
 import type { Logger } from 'pino';
 import { SqliteKysely } from '../../platform/db.ts';
 import type { GatewayDb, UsageRecordRow } from '../schema.ts';
+import { addStoredBodyBytes } from '../stored-body-bytes.ts';
 import { addToRollups } from '../usage-rollups.ts';
 import type { Orphan, UsageJournal } from './usage-journal.ts';
 import { isolateRefused, type Refused } from './usage-isolation.ts';
@@ -309,6 +310,7 @@ export async function insertUsageRecords(db: GatewayDb, records: readonly UsageR
   // A batch may hold one request_id twice (a journal replayed beside the live queue): the first is the one inserted.
   const added = records.filter((r) => inserted.delete(r.request_id));
   await addToRollups(db, added);
+  await addStoredBodyBytes(db, added);
   return added.length;
 }
 
@@ -323,6 +325,7 @@ async function insertNewUsageRecords(db: GatewayDb, records: readonly UsageRecor
     if ((await insertRows(db, rows, false)) !== rows.length) throw new AlreadyStored('a usage record of the batch is stored already');
   }
   await addToRollups(db, records);
+  await addStoredBodyBytes(db, records);
 }
 
 /** Statement sizes, largest first: every multi-row insert has one of these row counts. */

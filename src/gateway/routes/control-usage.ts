@@ -198,7 +198,15 @@ export async function controlUsageRoutes(app: App, deps: GatewayDeps): Promise<v
         summary: 'One request, with its bodies when the workspace stores them',
         params: Type.Object({ request_id: Type.String({ maxLength: 256 }) }),
         response: {
-          200: Type.Object({ ...Entry, request_body: Type.Union([Type.String(), Type.Null()]), response_body: Type.Union([Type.String(), Type.Null()]) }),
+          200: Type.Object({
+            ...Entry,
+            request_body: Type.Union([Type.String(), Type.Null()]),
+            response_body: Type.Union([Type.String(), Type.Null()]),
+            body_storage: Type.Union([Type.String(), Type.Null()], {
+              description:
+                'null: the workspace did not store bodies then; `stored`: kept whole; `request_truncated` and/or `response_truncated` (comma-separated): cut at GATEWAY_STORED_BODY_MAX_BYTES; `quota_full`: not kept, the workspace\'s stored bodies had reached GATEWAY_STORED_BODIES_QUOTA_BYTES; `not_sent`: not kept, the call reached no provider.',
+            }),
+          }),
         },
       },
     },

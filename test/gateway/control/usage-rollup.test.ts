@@ -285,8 +285,8 @@ for (const kind of DB_KINDS) {
         const before = Object.fromEntries(Object.entries(gatewayMigrations).filter(([name]) => name < '0006'));
         await migrateToLatest(db, before);
         const records = makeRecords(300);
-        // As a database of that age holds them: without the columns of later migrations (0009's usage_flags).
-        await db.insertInto('usage_records').values(records.map(({ usage_flags: _, ...r }) => r)).execute();
+        // As a database of that age holds them: without the columns of later migrations (0009's usage_flags, 0010's body_storage).
+        await db.insertInto('usage_records').values(records.map(({ usage_flags: _, body_storage: __, ...r }) => r)).execute();
         await migrateToLatest(db, gatewayMigrations);
         for (const tenantId of ['tenant-a', 'tenant-b']) {
           const f: UsageFilter = { tenantId, from: T0, to: T0 + SPAN };

@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { escapeHtml } from '../../../platform/html.ts';
 import { getRequest, type RequestDetail, requestLogKeys } from '../../request-log.ts';
 import { getTenant } from '../../tenants.ts';
+import type { GatewayConfig } from '../../config.ts';
 import type { ConsoleContext } from '../console.ts';
 import { attempt } from '../forms.ts';
 import { renderPage, sendConsolePage } from '../layout.ts';
@@ -64,7 +65,7 @@ export async function requestPage(ctx: ConsoleContext, request: FastifyRequest, 
     ${costSection(r)}
     ${tokensSection(r)}
     ${latencySection(r)}
-    ${bodiesSection(r, tenant.store_bodies)}`;
+    ${bodiesSection(r, tenant.store_bodies, ctx.deps.config)}`;
   return sendConsolePage(reply, 200, renderPage(await ctx.signedInFrame(request, `Request ${r.request_id}`, 'requests'), body));
 }
 
@@ -211,28 +212,56 @@ function latencySection(r: RequestDetail): string {
   );
 }
 
-function bodiesSection(r: RequestDetail, storing: boolean): string {
+/** Binary units, as the settings are given in bytes: 1 MiB, 256 MiB, 1.5 GiB. */
+function size(bytes: number): string {
+  const units = ['bytes', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let n = bytes;
+  let unit = 0;
+  while (n >= 1024 && unit < units.length - 1) {
+    n /= 1024;
+    unit++;
+  }
+  return `${unit === 0 ? count(n) : Number(n.toFixed(1))} ${units[unit]}`;
+}
+
+function bodiesSection(r: RequestDetail, storing: boolean, config: Pick<GatewayConfig, 'storedBodies' | 'usage'>): string {
+  const days = Math.round(config.usage.retentionMs / 86_400_000);
+  const notKept: Record<string, string> = {
+    not_sent: 'This call’s bodies were not kept: it never reached a provider (bodies are kept only for calls a provider, or the cache, answered).',
+    quota_full: `This call’s bodies were not kept: the bodies this workspace keeps had reached their quota of ${size(config.storedBodies.quotaBytes)}. Room comes back as older bodies leave with their records, ${days} days after their call.`,
+  };
   if (r.request_body === null && r.response_body === null) {
-    const why = storing
-      ? 'This call’s bodies were not kept: body storage was off when it was made.'
-      : 'This workspace does not keep request and response bodies.';
+    const why =
+      notKept[r.body_storage ?? ''] ??
+      (storing ? 'This call’s bodies were not kept: body storage was off when it was made.' : 'This workspace does not keep request and response bodies.');
     return section(
       'bodies',
       'Bodies',
       `<p>${why} ${storing ? '' : 'To keep them for the calls to come, turn on “Keep prompt and completion bodies” on the <a href="/settings#bodies">Settings</a> page.'}</p>`,
     );
   }
+  const flags = (r.body_storage ?? '').split(',');
   return section(
     'bodies',
     'Bodies',
-    `<h3>Request</h3>${bodyBlock('request-body', 'Request body', r.request_body, 'Not kept.')}
-    <h3>Response</h3>${bodyBlock('response-body', 'Response body', r.response_body, r.error_code ? `None: the call failed (${escapeHtml(r.error_code)}).` : 'Not kept.')}`,
+    `<h3>Request</h3>${bodyBlock('request-body', 'Request body', r.request_body, 'Not kept.', flags.includes('request_truncated'))}
+    <h3>Response</h3>${bodyBlock('response-body', 'Response body', r.response_body, r.error_code ? `None: the call failed (${escapeHtml(r.error_code)}).` : 'Not kept.', flags.includes('response_truncated'))}`,
   );
 }
 
-/** A body, escaped, pretty-printed when it is JSON, in a block that scrolls (and takes the keyboard's focus to scroll). */
-function bodyBlock(id: string, label: string, text: string | null, absent: string): string {
+/**
+ * A body, escaped, pretty-printed when it is JSON, in a block that scrolls (and takes the keyboard's focus to scroll).
+ * `truncated`: the body was cut when it was stored (GATEWAY_STORED_BODY_MAX_BYTES then), which the page says.
+ */
+function bodyBlock(id: string, label: string, text: string | null, absent: string, truncated = false): string {
   if (text === null) return `<p>${absent}</p>`;
+  const note = truncated
+    ? `<p class="notice truncated" role="note">Truncated: only the first ${size(Buffer.byteLength(text))} of this body were kept; the rest was cut when it was stored.</p>`
+    : '';
+  return note + shownBody(id, label, text);
+}
+
+function shownBody(id: string, label: string, text: string): string {
   let shown = text;
   if (text.length <= PARSED_BODY_CHARS) {
     try {

@@ -73,7 +73,7 @@ export async function settingsPage(app: App, ctx: ConsoleContext): Promise<void>
       ${workspaceSection(tenant, csrf, failedOf('workspace'))}
       ${SECTIONS.map((s) => pipelineSection(s, tenant, csrf, failedOf(s.slug))).join('')}
       ${limitsSection(tenant, report.tenant.usage, csrf, failedOf(LIMITS.slug))}
-      ${bodiesSection(tenant, csrf, Math.round(deps.config.usage.retentionMs / DAY_MS))}`;
+      ${bodiesSection(tenant, csrf, Math.round(deps.config.usage.retentionMs / DAY_MS), deps.config.storedBodies)}`;
     return sendConsolePage(reply, status, renderPage(await ctx.signedInFrame(request, 'Settings', 'settings'), body));
   }
 
@@ -183,8 +183,9 @@ function limitsSection(tenant: Tenant, usage: Parameters<typeof limitsSummary>[1
   </section>`;
 }
 
-function bodiesSection(tenant: Tenant, csrf: string, retentionDays: number): string {
+function bodiesSection(tenant: Tenant, csrf: string, retentionDays: number, limits: { maxBytes: number; quotaBytes: number }): string {
   const days = `${retentionDays} day${retentionDays === 1 ? '' : 's'}`;
+  const mib = (bytes: number) => `${Number((bytes / 1024 / 1024).toFixed(2))} MiB`;
   return `<section id="bodies" aria-labelledby="bodies-title" class="panel">
     <h2 id="bodies-title">Request bodies</h2>
     <p>Off by default: the request log keeps each call’s figures (model, tokens, cost, timing, status), never what was said.</p>
@@ -195,7 +196,7 @@ function bodiesSection(tenant: Tenant, csrf: string, retentionDays: number): str
         name: 'store_bodies',
         label: 'Keep prompt and completion bodies in the request log',
         checked: tenant.store_bodies,
-        hint: `On: from the next call, each call’s request (as sent to the provider, after compaction) and its answer (a stream as its events) are kept with the call’s record, where anyone signed in to this workspace can read them (the request log, GET /api/v1/tenant/requests/{id}). They are stored as they are, not encrypted, in the gateway’s database, and deleted with the record after ${days} (GATEWAY_USAGE_RETENTION_DAYS on this gateway). Turning it off keeps no more bodies; those already kept stay until their ${days} are over.`,
+        hint: `On: from the next call, each call’s request (as sent to the provider, after compaction) and its answer (a stream as its events) are kept with the call’s record, where anyone signed in to this workspace can read them (the request log, GET /api/v1/tenant/requests/{id}). They are stored as they are, not encrypted, in the gateway’s database, and deleted with the record after ${days} (GATEWAY_USAGE_RETENTION_DAYS on this gateway). Only calls that reached a provider keep them; each body is kept up to ${mib(limits.maxBytes)} (the rest cut, the call marked truncated), and this workspace keeps at most ${mib(limits.quotaBytes)} of bodies: past that, calls keep none until older ones are deleted. Turning it off keeps no more bodies; those already kept stay until their ${days} are over.`,
       })}
       <button type="submit">Save</button>
     </form>

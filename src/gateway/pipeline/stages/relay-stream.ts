@@ -5,9 +5,6 @@ import type { ChatStream } from '../../providers/types.ts';
 import { estimatePromptTokens } from '../../tokens.ts';
 import type { Call } from '../call.ts';
 
-/** At most this much of a stream is kept for a tenant that stores bodies. */
-const STORED_STREAM_LIMIT = 1024 * 1024;
-
 /**
  * Relays one streamed answer: opens the client's stream (status and headers)
  * when the first bytes are ready to go, then writes what the translator
@@ -28,10 +25,14 @@ export async function relayStream(
   toProblem: (err: unknown) => HttpProblem,
 ): Promise<void> {
   const out = call.response;
-  const kept: string[] | undefined = call.tenant.storeBodies ? [] : undefined;
+  // For a tenant that stores bodies and has room left: the stream's start, a little past the stored body's cap (in
+  // UTF-16 units, each at least a byte), so that the usage stage's cut (stored-bodies.ts) sees that more was sent.
+  const storage = call.tenant.bodies;
+  const keepLimit = storage?.hasRoom ? storage.maxBytes : -1;
+  const kept: string[] | undefined = keepLimit >= 0 ? [] : undefined;
   let keptBytes = 0;
   const keep = (text: string) => {
-    if (kept && text && keptBytes < STORED_STREAM_LIMIT) {
+    if (kept && text && keptBytes <= keepLimit) {
       kept.push(text);
       keptBytes += text.length;
     }

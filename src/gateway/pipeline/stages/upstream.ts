@@ -7,7 +7,7 @@ import { costUsd } from '../../catalog/cost.ts';
 import type { RoutingConfig } from '../../config.ts';
 import { type Collected, collectResponse } from '../../data-plane/collect-response.ts';
 import type { UpstreamPools } from '../../data-plane/upstream-pools.ts';
-import { upstreamForbiddenAddress, upstreamInvalid, upstreamTimeout, upstreamUnreachable } from '../../openai-errors.ts';
+import { upstreamInvalid, upstreamTimeout, upstreamUnreachable } from '../../openai-errors.ts';
 import type { CallContext, TokenUsage } from '../../providers/types.ts';
 import type { CircuitBreakers } from '../../routing/circuit-breaker.ts';
 import { planAfterFailure, retryDelayMs } from '../../routing/retry.ts';
@@ -228,9 +228,7 @@ export function transportError(target: CallTarget, err: unknown, signal: AbortSi
   if (err instanceof HttpProblem) return err;
   if (signal.aborted) return new HttpProblem(499, 'client_closed_request', 'The client closed the connection.', { cause: err });
   const code = (err as { code?: unknown } | null)?.code;
-  if (code === 'forbidden_address' || (err as { cause?: { code?: unknown } })?.cause?.code === 'forbidden_address') {
-    return upstreamForbiddenAddress(target.provider.name);
-  }
+  // A base_url whose host now resolves to a forbidden address is "could not be reached", as an unresolvable one is: two answers would be an oracle for internal names.
   if (typeof code === 'string' && TIMEOUTS.has(code)) return upstreamTimeout(target.provider.name, err);
   if (err instanceof SyntaxError) return upstreamInvalid(target.provider.name, err);
   return upstreamUnreachable(target.provider.name, err);

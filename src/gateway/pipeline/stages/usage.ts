@@ -5,6 +5,7 @@ import type { GatewayMetrics } from '../../metrics.ts';
 import type { TokenUsage } from '../../providers/types.ts';
 import type { UsageRecordRow } from '../../schema.ts';
 import { type Call, type Stage, totalSaved } from '../call.ts';
+import { storedBodies } from '../stored-bodies.ts';
 
 /**
  * The outermost stage: whatever happens inside, the call leaves one usage
@@ -32,6 +33,7 @@ export function usageStage(writer: UsageWriter, metrics: GatewayMetrics): Stage 
 function usageRow(call: Call): UsageRecordRow {
   const usage = call.usage;
   const target = call.target;
+  const bodies = storedBodies(call);
   return {
     request_id: call.requestId,
     tenant_id: call.principal.tenantId,
@@ -64,9 +66,10 @@ function usageRow(call: Call): UsageRecordRow {
     overhead_ms: round2(call.overheadMs ?? 0),
     upstream_ms: round2(call.upstreamMs),
     created_at: call.receivedAt,
-    request_body: call.tenant.storeBodies ? JSON.stringify(call.body) : null,
-    response_body: call.tenant.storeBodies ? (call.storedResponse ?? null) : null,
+    request_body: bodies.request_body,
+    response_body: bodies.response_body,
     usage_flags: usage === undefined ? null : usageFlags(usage, call.costUsd),
+    body_storage: bodies.body_storage,
   };
 }
 
