@@ -17,6 +17,14 @@ const CACHE_FROM = 512;
  */
 export class PromptTokenCounter {
   readonly #counts = new Map<string, number>();
+  /**
+   * Counts by message object too: planning a budget asks for the same
+   * messages several times (the prompt, the sizes, each attempt, the saving),
+   * and each time cost a JSON text and a digest of it (a 1 MB message: about
+   * 10 ms). Messages are never changed in place (planner.ts); what a request
+   * held goes with it.
+   */
+  readonly #byObject = new WeakMap<object, number>();
   readonly #maxEntries: number;
 
   constructor(maxEntries = 50_000) {
@@ -25,7 +33,12 @@ export class PromptTokenCounter {
 
   /** One message's share of countPromptTokens (its framing included). */
   message(message: unknown): number {
-    return this.#cached(JSON.stringify(message) ?? '', () => countPromptTokens([message]) - PER_REPLY);
+    const object = typeof message === 'object' && message !== null ? message : undefined;
+    const known = object && this.#byObject.get(object);
+    if (known !== undefined) return known;
+    const tokens = this.#cached(JSON.stringify(message) ?? '', () => countPromptTokens([message]) - PER_REPLY);
+    if (object) this.#byObject.set(object, tokens);
+    return tokens;
   }
 
   /** The tool definitions' share of countPromptTokens. */
