@@ -4,21 +4,24 @@
  *
  * o200k's pre-tokenizer splits text into pieces (a word with the space or
  * sign before it, a run of whitespace, a run of signs with the line breaks
- * after it, up to three digits), and gpt-tokenizer merges each piece with a
- * loop whose time grows with the square of the piece's length: one piece of
- * 160,000 'a' took 20 s, 160,000 spaces 14 s. No piece is longer than the
- * run of its kind of character it comes from (plus four characters), so:
- * - a run of letters, of whitespace, of signs, or of line breaks and
- *   slashes reaching LONG_RUN characters is cut every LONG_RUN characters,
- *   each part counted on its own. Text of normal prose, code or JSON has no
- *   such run and is counted exactly as before; a long run is counted within
- *   a token per cut of the whole run's count (runs of one repeated
- *   character exactly: o200k's tokens for them are powers of two);
- * - other text is cut, every `chunk` characters or so, only where o200k's
+ * and slashes after it, up to three digits), and gpt-tokenizer merges each
+ * piece's UTF-8 bytes with a loop whose time grows with the square of their
+ * number: one piece of 160,000 'a' took 20 s, 160,000 spaces 14 s. No piece
+ * is longer than the run of its kind of character it comes from (plus four
+ * characters, or plus the run of line breaks and slashes after signs), so:
+ * - a run of LONG_RUN bytes of letters, of whitespace, of signs, or of line
+ *   breaks and slashes is cut every LONG_RUN bytes, each part counted on
+ *   its own: within a token per cut of the whole run's count. A run of one
+ *   repeated character is not even cut: its first part is counted, and each
+ *   further block of LONG_RUN bytes counts what such a block does (exact:
+ *   o200k's tokens for such runs are powers of two of the character, which
+ *   divide 256 bytes). Prose, code and JSON have no such run and are
+ *   counted exactly as before (the benchmark corpus is, test/gateway/tokens.test.ts);
+ * - any other text is cut, every `chunk` characters or so, only where o200k's
  *   pieces always end (a Latin letter followed by a space): exact, and lets
  *   a count with a limit stop soon after the limit.
  * The scan costs a few nanoseconds a character; merging pieces of at most
- * about LONG_RUN characters costs about what ordinary text does.
+ * about 2 x LONG_RUN bytes costs, per byte, about what ordinary text does.
  */
 export const LONG_RUN = 256;
 
