@@ -1,0 +1,51 @@
+import { HttpProblem } from './errors.ts';
+
+/**
+ * The deepest nesting of arrays and objects a JSON request body may have.
+ * JSON.parse itself has no limit, but much of what runs on a body does
+ * walk it by recursion (JSON.stringify, a canonical form for a cache key,
+ * schema validators): a body a few thousand levels deep made the gateway's
+ * cache key throw a RangeError (a 500 instead of a 400). 128 is far above
+ * what a real request reaches: a chat request's messages and content parts
+ * take 7 levels, and a tool's or a response format's JSON schema two levels
+ * per nested property (OpenAI accepts schemas of up to 10 nested levels:
+ * about 30 in all).
+ */
+export const MAX_JSON_DEPTH = 128;
+
+export const bodyTooDeep = () =>
+  new HttpProblem(400, 'body_too_deep', `The request body nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep.`, {
+    type: 'invalid_request_error',
+  });
+
+/**
+ * Whether the JSON text nests arrays and objects deeper than `max`, read
+ * before it is parsed: a body refused here is never built in memory. One
+ * pass; a string's content is skipped with indexOf (most of a chat request's
+ * bytes are inside strings: a 1 MB body costs about what a 2 KB one does per
+ * structural character). Text that is not JSON is left to the parser.
+ */
+export function jsonNestsDeeperThan(text: string, max: number): boolean {
+  let depth = 0;
+  const n = text.length;
+  for (let i = 0; i < n; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 34) {
+      i = stringEnd(text, i);
+      if (i < 0) return false;
+    } else if (c === 91 || c === 123) {
+      if (++depth > max) return true;
+    } else if (c === 93 || c === 125) depth--;
+  }
+  return false;
+}
+
+/** The index of the quote closing the string opened at `open` (one not escaped by an odd run of backslashes), or -1. */
+function stringEnd(text: string, open: number): number {
+  for (let at = text.indexOf('"', open + 1); at >= 0; at = text.indexOf('"', at + 1)) {
+    let backslashes = 0;
+    while (text.charCodeAt(at - 1 - backslashes) === 92) backslashes++;
+    if ((backslashes & 1) === 0) return at;
+  }
+  return -1;
+}
