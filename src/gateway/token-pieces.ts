@@ -18,8 +18,10 @@
  *   divide 256 bytes). Prose, code and JSON have no such run and are
  *   counted exactly as before (the benchmark corpus is, test/gateway/tokens.test.ts);
  * - any other text is cut, every `chunk` characters or so, only where o200k's
- *   pieces always end (a Latin letter followed by a space): exact, and lets
- *   a count with a limit stop soon after the limit.
+ *   pieces always end (after a letter, before anything but a letter, a mark
+ *   or an apostrophe: a word piece ends there, and what follows is matched
+ *   from there alike): exact, and lets a count stop soon after a limit, or
+ *   hand the event loop back between parts.
  * The scan costs a few nanoseconds a character; merging pieces of at most
  * about 2 x LONG_RUN bytes costs, per byte, about what ordinary text does.
  */
@@ -29,8 +31,7 @@ const LETTER = 1; // \p{L} or \p{M}: a word's characters
 const SIGN = 2; // neither \s nor \p{L} nor \p{N} (marks included): [^\s\p{L}\p{N}]+
 const SPACE = 4; // \s
 const TAIL = 8; // [\r\n/]: what o200k lets follow a run of signs in the same piece
-const LATIN = 16; // [A-Za-z]: a word surely ends before a space after it
-const KNOWN = 32;
+const KNOWN = 16;
 
 const IS_LETTER = /^\p{L}$/u;
 const IS_MARK = /^\p{M}$/u;
@@ -48,7 +49,6 @@ function classify(codePoint: number): number {
   else if (IS_MARK.test(char)) bits |= LETTER | SIGN; // a combining mark continues a word or a run of signs alike
   else if (!IS_NUMBER.test(char)) bits |= SIGN;
   if (codePoint === 10 || codePoint === 13 || codePoint === 47) bits |= TAIL;
-  if ((codePoint >= 65 && codePoint <= 90) || (codePoint >= 97 && codePoint <= 122)) bits |= LATIN;
   classes[codePoint] = bits;
   return bits;
 }
@@ -75,15 +75,54 @@ const utf8Bytes = (codePoint: number) => (codePoint < 0x80 ? 1 : codePoint < 0x8
 /**
  * The sum of `count` over the parts of `text` cut as above, stopping once the
  * sum passes `limit` (the sum so far is then returned: more than `limit`).
- * A run of one repeated code point is not cut into parts at all: after its
- * first LONG_RUN bytes, each further LONG_RUN bytes count what the first did.
  */
 export function countByPieces(text: string, count: (part: string) => number, limit: number, chunk: number): number {
+  if (text.length <= LONG_RUN / 4) return count(text);
+  const totals = runningTotals(text, count, chunk);
+  for (;;) {
+    const next = totals.next();
+    if (next.done || next.value > limit) return next.value;
+  }
+}
+
+/**
+ * countByPieces, handing the event loop back (`pause`) whenever about
+ * `every` characters have been counted since the last pause: a long text
+ * then holds the loop for a slice at a time, not for its whole count.
+ */
+export async function countByPiecesPausing(
+  text: string,
+  count: (part: string) => number,
+  limit: number,
+  chunk: number,
+  every: number,
+  pause: () => Promise<void>,
+): Promise<number> {
+  if (text.length <= every) return countByPieces(text, count, limit, chunk);
+  const where = { at: 0 }; // how far runningTotals has got, read between its steps
+  const totals = runningTotals(text, count, chunk, where);
+  let since = 0;
+  for (;;) {
+    const next = totals.next();
+    if (next.done || next.value > limit) return next.value;
+    if (where.at - since >= every) {
+      since = where.at;
+      await pause();
+    }
+  }
+}
+
+/**
+ * The running sum of `count` over the parts of `text`, after each part.
+ * A run of one repeated code point is not cut into parts at all: after its
+ * first LONG_RUN bytes, each further block of LONG_RUN bytes counts what
+ * one block does.
+ */
+function* runningTotals(text: string, count: (part: string) => number, chunk: number, at = { at: 0 }): Generator<number, number> {
   const n = text.length;
-  if (n <= LONG_RUN / 4) return count(text);
   let total = 0;
   let start = 0;
-  let safe = -1; // the latest position where o200k's pieces surely end (a space after a Latin letter)
+  let safe = -1; // the latest position where o200k's pieces surely end (the end of a word)
   let previous = 0;
   let previousCode = -1;
   // Bytes in the current run of each kind, and of the same code point.
@@ -109,10 +148,12 @@ export function countByPieces(text: string, count: (part: string) => number, lim
     spaces = (bits & SPACE) !== 0 ? spaces + bytes : 0;
     tail = (bits & TAIL) !== 0 ? tail + bytes : 0;
     same = code === previousCode ? same + bytes : bytes;
-    if (code === 32 && (previous & LATIN) !== 0) safe = i;
+    // After a letter (not a mark), before anything but a letter, a mark or an apostrophe: o200k's word piece ends.
+    if ((previous & (LETTER | SIGN)) === LETTER && (bits & LETTER) === 0 && code !== 39) safe = i;
     previous = bits;
     previousCode = code;
     i += units - 1;
+    let end = -1; // where the part counted now ends
     if (same >= LONG_RUN) {
       // A run of one code point: this part ends with its first LONG_RUN bytes, whole blocks after them are counted
       // by multiplication, and what is left of the run starts the next part.
@@ -121,27 +162,28 @@ export function countByPieces(text: string, count: (part: string) => number, lim
       while (runEnd < n && sameAt(text, runEnd, code, units)) runEnd += units;
       const per = Math.floor(LONG_RUN / bytes); // code points a block
       const blocks = Math.floor((runEnd - i - 1) / (per * units));
-      const end = i + 1 + blocks * per * units;
       if (blocks > 0) total += blocks * tokensOfBlock(code, per, count);
-      if (total > limit) return total;
+      end = i + 1 + blocks * per * units;
+    } else if (letters >= LONG_RUN || signs >= LONG_RUN || spaces >= LONG_RUN || tail >= LONG_RUN) {
+      // Inside a long run: cut after this character, and count the run on from here.
+      end = i + 1;
+      total += count(text.slice(start, end));
+    } else if (i - start >= chunk && safe > start) {
+      total += count(text.slice(start, safe));
+      start = safe;
+      safe = -1;
+      at.at = start;
+      yield total;
+      continue;
+    }
+    if (end >= 0) {
       start = end;
       i = end - 1;
       safe = -1;
       letters = signs = spaces = tail = same = 0;
       previousCode = -1;
-    } else if (letters >= LONG_RUN || signs >= LONG_RUN || spaces >= LONG_RUN || tail >= LONG_RUN) {
-      // Inside a long run: cut after this character, and count the run on from here.
-      total += count(text.slice(start, i + 1));
-      if (total > limit) return total;
-      start = i + 1;
-      safe = -1;
-      letters = signs = spaces = tail = same = 0;
-      previousCode = -1;
-    } else if (i - start >= chunk && safe > start) {
-      total += count(text.slice(start, safe));
-      if (total > limit) return total;
-      start = safe;
-      safe = -1;
+      at.at = start;
+      yield total;
     }
   }
   return start < n ? total + count(start === 0 ? text : text.slice(start)) : total;

@@ -1,5 +1,5 @@
 import { countTokens as countO200k, setMergeCacheSize } from 'gpt-tokenizer/encoding/o200k_base';
-import { countByPieces } from './token-pieces.ts';
+import { countByPieces, countByPiecesPausing } from './token-pieces.ts';
 
 /**
  * Special tokens' spellings ("<|endoftext|>") in a prompt are text like any
@@ -45,6 +45,20 @@ export function countTokensUpTo(text: string, limit: number): number {
   return countByPieces(text, countPart, limit, chunk);
 }
 
+/**
+ * Characters counted between two hand-backs of the event loop by the
+ * pausing counts: about 10 ms of counting (o200k runs at about 6 MB/s here).
+ */
+export const SLICE = 65_536;
+/** Lets the event loop run what waits (other calls' I/O and timers) before the count goes on. */
+export const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/** countTokensUpTo, handing the event loop back every SLICE characters or so. */
+export function countTokensUpToPausing(text: string, limit: number): Promise<number> {
+  const chunk = Math.min(SLICE / 4, Math.max(512, Math.ceil(limit) * 4));
+  return countByPiecesPausing(text, countPart, limit, chunk, SLICE, yieldToLoop);
+}
+
 /** Per-message framing OpenAI adds to a chat prompt (role and separators), as its cookbook counts it. */
 const PER_MESSAGE = 3;
 const PER_REPLY = 3;
@@ -80,6 +94,31 @@ export function countPromptTokensUpTo(messages: readonly unknown[], tools: unkno
     left -= tokens;
     return tokens;
   });
+}
+
+/**
+ * countPromptTokensUpTo, handing the event loop back every SLICE characters
+ * or so: a prompt of megabytes would otherwise hold every other call up for
+ * as long as it takes to count (about 170 ms a megabyte).
+ */
+export async function countPromptTokensUpToPausing(messages: readonly unknown[], tools: unknown, limit: number): Promise<number> {
+  const texts: string[] = [];
+  countPromptTokens(messages, tools, (text) => {
+    texts.push(text);
+    return 0;
+  });
+  const counts = new Map<string, number>();
+  let left = limit;
+  for (const text of texts) {
+    if (left < 0) break;
+    let tokens = counts.get(text);
+    if (tokens === undefined) {
+      tokens = await countTokensUpToPausing(text, left);
+      counts.set(text, tokens);
+    }
+    left -= tokens;
+  }
+  return countPromptTokens(messages, tools, (text) => counts.get(text) ?? 0);
 }
 
 /**

@@ -1,7 +1,7 @@
 import { type CatalogModel, MODELS } from '../catalog/models.ts';
 import type { ProviderInfo } from '../providers/registry.ts';
 import type { ChatRequest } from '../providers/types.ts';
-import { countPromptTokensUpTo } from '../tokens.ts';
+import { countPromptTokensUpTo, countPromptTokensUpToPausing } from '../tokens.ts';
 import type { PromptShape } from './prompt-shape.ts';
 
 /**
@@ -17,6 +17,8 @@ const EXPECTED_OUTPUT = 500;
  * body would hold the event loop for seconds.
  */
 const COUNT_LIMIT = Math.max(...MODELS.map((m) => m.contextWindow));
+/** A prompt under this many tokens by the cheap bound fits every catalog window without a count. */
+const SMALLEST_WINDOW = Math.min(...MODELS.map((m) => m.contextWindow));
 
 /**
  * Whether a model can take this request: its context window holds the
@@ -48,6 +50,18 @@ export class PromptFit {
     if (this.shape.images > 0 && entry !== undefined && !entry.vision) return false;
     if (provider.format === 'anthropic' && (this.shape.jsonOutput || this.shape.choices > 1)) return false;
     return true;
+  }
+
+  /**
+   * Counts the prompt now when fits() may need it (its cheap bound is over
+   * the smallest catalog window), handing the event loop back as it goes;
+   * undefined when no count can be needed (most calls: no promise).
+   */
+  countIfLong(): Promise<void> | undefined {
+    if (this.#tokens !== undefined || this.shape.tokenBound + (this.shape.maxOutput ?? OUTPUT_RESERVE) <= SMALLEST_WINDOW) return undefined;
+    return countPromptTokensUpToPausing(this.#body.messages, this.#body['tools'], COUNT_LIMIT).then((tokens) => {
+      this.#tokens = tokens;
+    });
   }
 
   /** The prompt's tokens (tokens.ts), or some number over every catalog window when it is larger than all. */

@@ -86,6 +86,9 @@ export function routingStages(deps: RoutingStageDeps): { check: Stage; route: St
     const policy = policyOf(call);
     const requested = auto ? undefined : resolveRequested(call, policy);
     const fit = new PromptFit(call.body, promptShape(call.body));
+    // A long prompt is counted here, a slice at a time, rather than at once inside the choice below.
+    const counting = fit.countIfLong();
+    if (counting !== undefined) await counting;
 
     let chosen = requested;
     let baseline: RouteModel | undefined;
