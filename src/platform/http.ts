@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import { Type } from 'typebox';
 import { type ErrorFormat, type ErrorFormatOptions, errorHandler, notFoundHandler } from './error-format.ts';
 import { HttpProblem } from './errors.ts';
-import { bodyTooDeep, jsonNestsDeeperThan, MAX_JSON_DEPTH } from './json-depth.ts';
+import { BodyTooDeepError, jsonNestsDeeperThan, MAX_JSON_DEPTH } from './json-depth.ts';
 import type { Metrics } from './metrics.ts';
 import { fastifyTrustProxy, type TrustProxy } from './trust-proxy.ts';
 
@@ -107,7 +107,7 @@ export async function createHttpApp(options: AppOptions): Promise<App> {
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    if (jsonNestsDeeperThan(body as string, MAX_JSON_DEPTH)) done(bodyTooDeep(), undefined);
+    if (jsonNestsDeeperThan(body as string, MAX_JSON_DEPTH)) done(new BodyTooDeepError(), undefined);
     else parseJson(request, body as string, done);
   });
   app.addSchema(Problem);

@@ -13,10 +13,23 @@ import { HttpProblem } from './errors.ts';
  */
 export const MAX_JSON_DEPTH = 128;
 
-export const bodyTooDeep = () =>
-  new HttpProblem(400, 'body_too_deep', `The request body nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep.`, {
-    type: 'invalid_request_error',
-  });
+export const BODY_TOO_DEEP = `The request body nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep.`;
+
+/**
+ * The JSON parser's refusal, as a framework error: problem-mapping.ts gives
+ * it its code (body_too_deep) and sentence in each scope's format, RFC 6749's
+ * invalid_request on the OAuth endpoints as for malformed JSON.
+ */
+export class BodyTooDeepError extends Error {
+  readonly code = 'ERR_BODY_TOO_DEEP';
+  readonly statusCode = 400;
+  constructor() {
+    super(BODY_TOO_DEEP);
+  }
+}
+
+/** The same refusal from code that walks a body (the gateway's cache key), as the problem its stages throw. */
+export const bodyTooDeep = () => new HttpProblem(400, 'body_too_deep', BODY_TOO_DEEP, { type: 'invalid_request_error' });
 
 /**
  * Whether the JSON text nests arrays and objects deeper than `max`, read
