@@ -69,19 +69,17 @@ function tokensOfBlock(codePoint: number, per: number, count: (part: string) => 
   return tokens;
 }
 
-/** UTF-8 bytes of a code point: what gpt-tokenizer merges, and what its time grows with. */
-const utf8Bytes = (codePoint: number) => (codePoint < 0x80 ? 1 : codePoint < 0x800 ? 2 : codePoint < 0x10000 ? 3 : 4);
-
 /**
  * The sum of `count` over the parts of `text` cut as above, stopping once the
  * sum passes `limit` (the sum so far is then returned: more than `limit`).
  */
 export function countByPieces(text: string, count: (part: string) => number, limit: number, chunk: number): number {
   if (text.length <= LONG_RUN / 4) return count(text);
-  const totals = runningTotals(text, count, chunk);
+  const scan = newScan(text, chunk);
+  let total = 0;
   for (;;) {
-    const next = totals.next();
-    if (next.done || next.value > limit) return next.value;
+    total += countNextPart(scan, count);
+    if (scan.start >= text.length || total > limit) return total;
   }
 }
 
@@ -99,50 +97,81 @@ export async function countByPiecesPausing(
   pause: () => Promise<void>,
 ): Promise<number> {
   if (text.length <= every) return countByPieces(text, count, limit, chunk);
-  const where = { at: 0 }; // how far runningTotals has got, read between its steps
-  const totals = runningTotals(text, count, chunk, where);
+  const scan = newScan(text, chunk);
+  let total = 0;
   let since = 0;
   for (;;) {
-    const next = totals.next();
-    if (next.done || next.value > limit) return next.value;
-    if (where.at - since >= every) {
-      since = where.at;
+    total += countNextPart(scan, count);
+    if (scan.start >= text.length || total > limit) return total;
+    if (scan.start - since >= every) {
+      since = scan.start;
       await pause();
     }
   }
 }
 
+/** A scan of a text, where it has got to and the runs it is in (one object a count: nothing allocated a part). */
+interface Scan {
+  readonly text: string;
+  readonly chunk: number;
+  /** Where the next part starts (the text's length once it is all counted). */
+  start: number;
+  /** The latest position where o200k's pieces surely end (the end of a word), or -1. */
+  safe: number;
+  previous: number;
+  previousCode: number;
+  /** Bytes in the current run of each kind, and of the same code point. */
+  letters: number;
+  signs: number;
+  spaces: number;
+  tail: number;
+  same: number;
+}
+
+const newScan = (text: string, chunk: number): Scan => ({
+  text,
+  chunk,
+  start: 0,
+  safe: -1,
+  previous: 0,
+  previousCode: -1,
+  letters: 0,
+  signs: 0,
+  spaces: 0,
+  tail: 0,
+  same: 0,
+});
+
 /**
- * The running sum of `count` over the parts of `text`, after each part.
+ * Counts the next part of the scan's text and moves past it: up to the next
+ * cut (a long run's, or a word end past `chunk` characters), or to the end.
  * A run of one repeated code point is not cut into parts at all: after its
- * first LONG_RUN bytes, each further block of LONG_RUN bytes counts what
- * one block does.
+ * first LONG_RUN bytes, each further block of LONG_RUN bytes counts what one
+ * block does. A plain loop over locals: as a generator it cost half as much
+ * again per character.
  */
-function* runningTotals(text: string, count: (part: string) => number, chunk: number, at = { at: 0 }): Generator<number, number> {
+function countNextPart(scan: Scan, count: (part: string) => number): number {
+  const { text, chunk } = scan;
   const n = text.length;
-  let total = 0;
-  let start = 0;
-  let safe = -1; // the latest position where o200k's pieces surely end (the end of a word)
-  let previous = 0;
-  let previousCode = -1;
-  // Bytes in the current run of each kind, and of the same code point.
-  let letters = 0;
-  let signs = 0;
-  let spaces = 0;
-  let tail = 0;
-  let same = 0;
-  for (let i = 0; i < n; i++) {
+  const start = scan.start;
+  let { safe, previous, previousCode, letters, signs, spaces, tail, same } = scan;
+  for (let i = start; i < n; i++) {
     let code = text.charCodeAt(i);
     let units = 1;
-    if (code >= 0xd800 && code < 0xdc00 && i + 1 < n) {
-      const low = text.charCodeAt(i + 1);
-      if (low >= 0xdc00 && low < 0xe000) {
-        code = (code - 0xd800) * 0x400 + (low - 0xdc00) + 0x10000;
-        units = 2;
+    let bytes = 1;
+    let bits: number;
+    if (code < 128) bits = classes[code]!;
+    else {
+      if (code >= 0xd800 && code < 0xdc00 && i + 1 < n) {
+        const low = text.charCodeAt(i + 1);
+        if (low >= 0xdc00 && low < 0xe000) {
+          code = (code - 0xd800) * 0x400 + (low - 0xdc00) + 0x10000;
+          units = 2;
+        }
       }
+      bits = classes[code] || classify(code);
+      bytes = code < 0x800 ? 2 : code < 0x10000 ? 3 : 4;
     }
-    const bits = classes[code] || classify(code);
-    const bytes = utf8Bytes(code);
     letters = (bits & LETTER) !== 0 ? letters + bytes : 0;
     signs = (bits & SIGN) !== 0 ? signs + bytes : 0;
     spaces = (bits & SPACE) !== 0 ? spaces + bytes : 0;
@@ -153,40 +182,47 @@ function* runningTotals(text: string, count: (part: string) => number, chunk: nu
     previous = bits;
     previousCode = code;
     i += units - 1;
-    let end = -1; // where the part counted now ends
     if (same >= LONG_RUN) {
       // A run of one code point: this part ends with its first LONG_RUN bytes, whole blocks after them are counted
       // by multiplication, and what is left of the run starts the next part.
-      total += count(text.slice(start, i + 1));
+      let tokens = count(text.slice(start, i + 1));
       let runEnd = i + 1;
       while (runEnd < n && sameAt(text, runEnd, code, units)) runEnd += units;
       const per = Math.floor(LONG_RUN / bytes); // code points a block
       const blocks = Math.floor((runEnd - i - 1) / (per * units));
-      if (blocks > 0) total += blocks * tokensOfBlock(code, per, count);
-      end = i + 1 + blocks * per * units;
-    } else if (letters >= LONG_RUN || signs >= LONG_RUN || spaces >= LONG_RUN || tail >= LONG_RUN) {
-      // Inside a long run: cut after this character, and count the run on from here.
-      end = i + 1;
-      total += count(text.slice(start, end));
-    } else if (i - start >= chunk && safe > start) {
-      total += count(text.slice(start, safe));
-      start = safe;
-      safe = -1;
-      at.at = start;
-      yield total;
-      continue;
+      if (blocks > 0) tokens += blocks * tokensOfBlock(code, per, count);
+      return restart(scan, i + 1 + blocks * per * units, previous, tokens);
     }
-    if (end >= 0) {
-      start = end;
-      i = end - 1;
-      safe = -1;
-      letters = signs = spaces = tail = same = 0;
-      previousCode = -1;
-      at.at = start;
-      yield total;
+    if (letters >= LONG_RUN || signs >= LONG_RUN || spaces >= LONG_RUN || tail >= LONG_RUN) {
+      // Inside a long run: cut after this character, and count the run on from here.
+      return restart(scan, i + 1, previous, count(text.slice(start, i + 1)));
+    }
+    if (i - start >= chunk && safe > start) {
+      // Runs cannot straddle a word end: they go on counting from there.
+      scan.start = safe;
+      scan.safe = -1;
+      scan.previous = previous;
+      scan.previousCode = previousCode;
+      scan.letters = letters;
+      scan.signs = signs;
+      scan.spaces = spaces;
+      scan.tail = tail;
+      scan.same = same;
+      return count(text.slice(start, safe));
     }
   }
-  return start < n ? total + count(start === 0 ? text : text.slice(start)) : total;
+  scan.start = n;
+  return count(start === 0 ? text : text.slice(start));
+}
+
+/** The scan goes on at `at` with every run begun afresh; returns `tokens`. */
+function restart(scan: Scan, at: number, previous: number, tokens: number): number {
+  scan.start = at;
+  scan.safe = -1;
+  scan.previous = previous;
+  scan.previousCode = -1;
+  scan.letters = scan.signs = scan.spaces = scan.tail = scan.same = 0;
+  return tokens;
 }
 
 function sameAt(text: string, at: number, codePoint: number, units: number): boolean {
