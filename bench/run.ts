@@ -7,6 +7,7 @@ import { gatewayComparison } from './benchmarks/gateway.ts';
 import { gatewayBeforeAfter } from './benchmarks/gateway-before-after.ts';
 import { gatewayBreakdown } from './benchmarks/gateway-breakdown.ts';
 import { gatewayCache } from './benchmarks/gateway-cache.ts';
+import { hostileBenchmark } from './benchmarks/gateway-hostile.ts';
 import { compactionBenchmark } from './benchmarks/gateway-compaction.ts';
 import { routingBenchmark } from './benchmarks/gateway-routing.ts';
 import { gatewaySavings } from './benchmarks/gateway-savings.ts';
@@ -43,12 +44,14 @@ import type { AuthInfo } from './servers/auth-info.ts';
  * console's pages and the usage and request-log queries on a million usage
  * records, SQLite and, with TEST_POSTGRES_URL, PostgreSQL:
  * bench/benchmarks/console-pages.ts) has its own section and table.
+ * `hostile` (hostile request content through every stage, the gateway's
+ * longest event-loop stall per input: bench/benchmarks/gateway-hostile.ts).
  */
-const PARTS = ['login', 'me', 'oauth', 'gateway', 'breakdown', 'before-after', 'cache', 'compaction', 'routing', 'savings', 'console'] as const;
+const PARTS = ['login', 'me', 'oauth', 'gateway', 'breakdown', 'before-after', 'cache', 'compaction', 'routing', 'savings', 'console', 'hostile'] as const;
 type Part = (typeof PARTS)[number];
 const WHOLE: readonly Part[] = PARTS;
 /** Parts that need no account-service servers. */
-const GATEWAY_ONLY: ReadonlySet<Part> = new Set(['breakdown', 'before-after', 'cache', 'compaction', 'routing', 'savings', 'console']);
+const GATEWAY_ONLY: ReadonlySet<Part> = new Set(['breakdown', 'before-after', 'cache', 'compaction', 'routing', 'savings', 'console', 'hostile']);
 const asked = process.argv.slice(2);
 for (const a of asked) {
   if (!(PARTS as readonly string[]).includes(a)) {
@@ -72,6 +75,7 @@ const PART_LIMIT_MS: Partial<Record<Part, number>> = {
   routing: 60_000,
   savings: 300_000,
   console: process.env['TEST_POSTGRES_URL'] ? 1_500_000 : 600_000,
+  hostile: 300_000,
 };
 const TIME_LIMIT_MS = (authParts ? 175_000 : 0) + [...parts].reduce((sum, p) => sum + (PART_LIMIT_MS[p] ?? 0), 0);
 
@@ -89,7 +93,8 @@ async function main(servers: ChildServer<unknown>[], dataDir: string) {
   const auth = authParts ? await authBenchmarks(servers, dataDir) : undefined;
   const compaction = parts.has('compaction') ? await compactionBenchmark() : undefined;
   const consolePages = parts.has('console') ? await consoleBenchmark() : undefined;
-  const results = [auth, gateway, breakdown, beforeAfter, cache, compaction, routing, savings, consolePages];
+  const hostile = parts.has('hostile') ? await hostileBenchmark() : undefined;
+  const results = [auth, gateway, breakdown, beforeAfter, cache, compaction, routing, savings, consolePages, hostile];
   const sections: Section[] = consolePages ? [consolePages.section] : [];
   return {
     rows: results.flatMap((r) => r?.rows ?? []),

@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyRequest } from 'fastify';
 import { HttpProblem } from './errors.ts';
 import { MAX_FORM_FIELDS } from './form.ts';
+import { BODY_TOO_DEEP } from './json-depth.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -33,6 +34,7 @@ const FRAMEWORK_ERRORS: Record<string, { status: number; code: string; detail: (
     code: 'invalid_content_length',
     detail: () => 'Content-Length does not match the body.',
   },
+  ERR_BODY_TOO_DEEP: { status: 400, code: 'body_too_deep', detail: () => BODY_TOO_DEEP },
 };
 
 /**

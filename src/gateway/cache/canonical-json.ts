@@ -1,3 +1,5 @@
+import { bodyTooDeep, MAX_JSON_DEPTH } from '../../platform/json-depth.ts';
+
 /**
  * A value's canonical JSON text: object keys sorted (by UTF-16 code units,
  * as Array.prototype.sort compares strings), no whitespace, arrays in
@@ -10,11 +12,14 @@
  * Hand-written rather than a dependency: twenty lines, and the cache key's
  * exact text is part of its versioned format (cache-key.ts).
  */
-export function canonicalJson(value: unknown): string {
+export function canonicalJson(value: unknown, depth = 0): string {
   if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
+  // Recursive, as deep as the value nests: a request body is refused past MAX_JSON_DEPTH before it is parsed
+  // (src/platform/json-depth.ts); checked again here, so that no caller can make it recurse further.
+  if (depth >= MAX_JSON_DEPTH) throw bodyTooDeep();
   if (Array.isArray(value)) {
     let out = '[';
-    for (let i = 0; i < value.length; i++) out += (i === 0 ? '' : ',') + canonicalJson(value[i]);
+    for (let i = 0; i < value.length; i++) out += (i === 0 ? '' : ',') + canonicalJson(value[i], depth + 1);
     return `${out}]`;
   }
   const record = value as Record<string, unknown>;
@@ -24,7 +29,7 @@ export function canonicalJson(value: unknown): string {
   for (const key of keys) {
     const v = record[key];
     if (v === undefined) continue;
-    out += `${first ? '' : ','}${JSON.stringify(key)}:${canonicalJson(v)}`;
+    out += `${first ? '' : ','}${JSON.stringify(key)}:${canonicalJson(v, depth + 1)}`;
     first = false;
   }
   return `${out}}`;

@@ -68,6 +68,11 @@ export function planDrops(messages: readonly Message[], sizes: readonly number[]
     }
   }
   const blocks = droppable.length === 0 ? 0 : droppable[droppable.length - 1]!.block + 1;
+  // Tokens of the d oldest blocks, for every d: summed once (summed on each question, the planner's search took
+  // time growing with the square of the blocks: 9 s for 160,000 messages).
+  const droppedBefore = new Array<number>(blocks + 1);
+  droppedBefore[0] = 0;
+  for (let b = 0; b < blocks; b++) droppedBefore[b + 1] = droppedBefore[b]! + (blockSizes[b] ?? 0);
   return {
     blocks,
     keep(d) {
@@ -79,9 +84,7 @@ export function planDrops(messages: readonly Message[], sizes: readonly number[]
       return keep;
     },
     droppedTokens(d) {
-      let total = 0;
-      for (let b = 0; b < d && b < blockSizes.length; b++) total += blockSizes[b] ?? 0;
-      return total;
+      return droppedBefore[Math.max(0, Math.min(d, blocks))]!;
     },
   };
 }

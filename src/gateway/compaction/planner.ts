@@ -41,6 +41,7 @@ export function compactMessages(messages: Message[], tools: unknown, mode: Exclu
       const plan = planDrops(messages, sizes, mode.tokens);
       // Dropping can only bring repeats' first copies back (a reference to a dropped copy becomes the text
       // again), never shrink below the estimate: start from the fewest blocks that could fit, go on from there.
+      // (droppedTokens answers at once: summed on each question, this search grew with the square of the blocks.)
       let d = 1;
       while (d < plan.blocks && promptTokens - plan.droppedTokens(d) > mode.tokens) d++;
       for (; d <= plan.blocks; d++) {

@@ -11,12 +11,12 @@ import type { ProviderAdapter } from '../providers/types.ts';
 import { CircuitBreakers } from '../routing/circuit-breaker.ts';
 import { stickyRoutes } from '../routing/sticky-routes.ts';
 import { type Call, compose } from './call.ts';
-import { budgetStage } from './stages/budgets.ts';
+import { budgetStages } from './stages/budgets.ts';
 import { cacheStage } from './stages/cache.ts';
 import { compactionStage } from './stages/compaction.ts';
 import { dedupStage } from './stages/dedup.ts';
 import { promptCacheStage } from './stages/prompt-cache.ts';
-import { routingStage } from './stages/routing.ts';
+import { routingStages } from './stages/routing.ts';
 import { type UpstreamSettings, upstreamStage } from './stages/upstream.ts';
 import { usageStage } from './stages/usage.ts';
 
@@ -40,16 +40,22 @@ export interface PipelineDeps {
 }
 
 /**
- * The data plane, in order. Each stage wraps the ones after it:
+ * The data plane, in order. Each stage wraps the ones after it. The
+ * cheapest refusals come first, before any stage whose work grows with the
+ * request (compaction, routing's classifier and token counts):
  * 1. usage: records every call, failed ones included, and its metrics;
- * 2. compaction: the prompt made smaller (X-Gateway-Compact), before anything keys on it;
- * 3. routing: the model named (or chosen, for `auto`), resolved to a provider,
+ * 2. model check: a model the tenant cannot call refused (no key for its
+ *    provider, unknown, `auto` with nothing to route to);
+ * 3. requests per minute: the key's and tenant's rate checked and counted;
+ * 4. compaction: the prompt made smaller (X-Gateway-Compact), before anything keys on it;
+ * 5. routing: the model named (or chosen, for `auto`), resolved to a provider,
  *    key and base URL, with the fallbacks that fit the request;
- * 4. budgets: limits checked and the estimated cost reserved (settled after);
- * 5. cache: an identical earlier answer replayed;
- * 6. dedup: an identical call in flight joined;
- * 7. prompt caching: the provider's prompt-cache hints placed;
- * 8. upstream: the provider call through its adapter, streamed or not,
+ * 6. spending: tokens per day and USD per month checked and the estimated
+ *    cost reserved (settled after);
+ * 7. cache: an identical earlier answer replayed;
+ * 8. dedup: an identical call in flight joined;
+ * 9. prompt caching: the provider's prompt-cache hints placed;
+ * 10. upstream: the provider call through its adapter, streamed or not,
  *    with retries and fallbacks along the targets.
  */
 export function buildPipeline(deps: PipelineDeps): (call: Call) => Promise<void> {
@@ -60,11 +66,15 @@ export function buildPipeline(deps: PipelineDeps): (call: Call) => Promise<void>
     clock: deps.clock,
     onEvent: deps.metrics.circuitEvent,
   });
+  const route = routingStages({ adapters: deps.adapters, config: routing, sticky: stickyRoutes(deps.redis, deps.clock), log: deps.log });
+  const budgets = budgetStages({ ledger: deps.budgets, clock: deps.clock, defaultOutputTokens: deps.config.budgets.defaultOutputTokens, registry: deps.registry });
   return compose([
     usageStage(deps.usage, deps.metrics),
+    route.check,
+    budgets.requests,
     compactionStage(deps.config.compactDefault),
-    routingStage({ adapters: deps.adapters, config: routing, sticky: stickyRoutes(deps.redis, deps.clock), log: deps.log }),
-    budgetStage({ ledger: deps.budgets, clock: deps.clock, defaultOutputTokens: deps.config.budgets.defaultOutputTokens, registry: deps.registry }),
+    route.route,
+    budgets.spending,
     cacheStage(deps.cache),
     dedupStage(deps.cache),
     promptCacheStage(),

@@ -1,4 +1,4 @@
-import { isWithinTokenLimit } from 'gpt-tokenizer/encoding/o200k_base';
+import { countTokensUpTo } from '../tokens.ts';
 
 /**
  * Where a request's prefix first reaches a number of tokens, in Anthropic's
@@ -13,7 +13,7 @@ import { isWithinTokenLimit } from 'gpt-tokenizer/encoding/o200k_base';
  *   characters a token; only runs such as long lines of '=' compress more,
  *   and a breakpoint the provider finds short is ignored, never refused;
  * - any other text is encoded up to the tokens still missing
- *   (gpt-tokenizer's isWithinTokenLimit stops there).
+ *   (countTokensUpTo stops soon after them, in time linear in the text).
  * So a long system prompt costs nothing and the worst case is encoding about
  * `minimum` tokens (measured on the sample corpus: 0.05 to 0.2 ms a plan
  * for 1024, 0.3 to 2.5 ms for 4096).
@@ -46,8 +46,8 @@ class Budget {
       return;
     }
     // Past the budget, the exact figure does not matter: stop encoding there.
-    const count = isWithinTokenLimit(text, this.left);
-    this.left = count === false ? 0 : this.left - count;
+    const count = countTokensUpTo(text, this.left);
+    this.left = count > this.left ? 0 : this.left - count;
   }
   add(tokens: number): void {
     this.left -= tokens;

@@ -1,11 +1,14 @@
 import type { Tier } from '../catalog/models.ts';
+import { hasIndentedCodeLine, hasInlineMath, hasSelectFrom, nextCallSite } from './classifier-scans.ts';
 import type { PromptShape } from './prompt-shape.ts';
 
 /**
- * How hard a request is, from its content alone: no model call, a few
- * regular expressions over bounded slices of the text, so it costs
- * microseconds on any prompt (bench/benchmarks/gateway-routing.ts measures
- * it). Each signal adds points; the sum picks the tier:
+ * How hard a request is, from its content alone: no model call, word lists
+ * (regular expressions that never backtrack further than a word) and a few
+ * single-pass scans (classifier-scans.ts) over bounded slices of the text,
+ * so it costs microseconds on any prompt and at most about a millisecond on
+ * the longest slices (bench/benchmarks/gateway-routing.ts and
+ * gateway-hostile.ts measure it). Each signal adds points; the sum picks the tier:
  *
  * | signal     | points | what it looks for                                               |
  * |------------|--------|-----------------------------------------------------------------|
@@ -39,14 +42,16 @@ const ASK_WORDS = 20;
 const TIER_2 = 2;
 const TIER_3 = 5;
 
-/** A fenced block, an indented line of code, or a pasted SQL statement. */
-const CODE_FENCE = /```|^\s{4,}\S.*[;{}]\s*$|\bSELECT\s[\s\S]{1,300}?\sFROM\s/m;
+/** A fenced block, an indented line of code, or a pasted SQL statement (the last two: classifier-scans.ts). */
+const looksLikeCode = (text: string) => text.includes('```') || hasIndentedCodeLine(text) || hasSelectFrom(text);
 const CODE_TASK =
   /\b(?:implement\w*|refactor|debug|write (?:a|an|the) (?:\w+ ){0,3}(?:program|function|class|script|query|regex|regular expression|parser|crawler|algorithm|module|test|lexer|spec(?:ification)?|component|service|pipeline|terraform module|dockerfile|migration)s?)\b|\b(?:stack ?trace|exception in thread|traceback|segfault|null pointer)\b/i;
+/** Code words; calls and definitions (`name(...) {`) are found by nextCallSite and counted with them. */
 const CODE_WORDS =
-  /\b(?:function|class|method|compile[rd]?|runtime|async|thread|mutex|pointer|recursi\w+|iterative|algorithm|regex|sql|postgres\w*|mysql|database|index(?:es)?|api endpoint|bug|typescript|javascript|python|rust|golang|java|c\+\+|kotlin|bash|docker|kubernetes|kubectl|pod|node\.js|react|terraform|vpc|subnets?|nginx|load balancer|protocol|invariants?|data structure|memoi[sz]\w*|re-?renders?|file handles?|leaks?)\b|[a-z_]\w*\([^)]*\)\s*[{;:]|=>|::|#include/gi;
+  /\b(?:function|class|method|compile[rd]?|runtime|async|thread|mutex|pointer|recursi\w+|iterative|algorithm|regex|sql|postgres\w*|mysql|database|index(?:es)?|api endpoint|bug|typescript|javascript|python|rust|golang|java|c\+\+|kotlin|bash|docker|kubernetes|kubectl|pod|node\.js|react|terraform|vpc|subnets?|nginx|load balancer|protocol|invariants?|data structure|memoi[sz]\w*|re-?renders?|file handles?|leaks?)\b|=>|::|#include/gi;
+/** Maths notation and words; inline LaTeX (`$x^2$`) is found by hasInlineMath. */
 const MATH_STRONG =
-  /\\(?:frac|int|sum|prod|sqrt|lim|infty|mathbb|partial)|\$[^$\n]*[\\^_=][^$\n]*\$|[∫∑∏√∞≤≥≠∂]|\b[a-z]\s?\^\s?\d[^=\n]{0,40}=|\b(?:prove|proof|disprove|theorem|lemma|derive|derivation|show that|by induction|eigen\w*|integral|differential equation|lagrange)\b/i;
+  /\\(?:frac|int|sum|prod|sqrt|lim|infty|mathbb|partial)|[∫∑∏√∞≤≥≠∂]|\b[a-z]\s?\^\s?\d[^=\n]{0,40}=|\b(?:prove|proof|disprove|theorem|lemma|derive|derivation|show that|by induction|eigen\w*|integral|differential equation|lagrange)\b/i;
 const MATH_WORDS =
   /\b(?:expected value|expectation|without replacement|minimi[sz]e|maximi[sz]e|equations?|solve|solutions?|probability|matrix|derivative|polynomial|congruent|modulo|prime|logarithm|variance|regression|complexity|big-o|combinatori\w*|converge[sn]?\w*|series|boolean expression|simplify|cross-validation|regulari[sz]ation|median)\b|\b[a-z]\s?\^\s?\d|\d\s*[*/^]\s*\d+\s*[+-=]/gi;
 const REASONING =
@@ -63,8 +68,8 @@ export function classify(shape: PromptShape): Difficulty {
     signals.push(name);
   };
 
-  add('code', CODE_FENCE.test(text) || CODE_TASK.test(text) ? 2 : distinctMatches(text, CODE_WORDS));
-  add('math', MATH_STRONG.test(text) ? 2 : distinctMatches(text, MATH_WORDS));
+  add('code', looksLikeCode(text) || CODE_TASK.test(text) ? 2 : distinctCodeWords(text));
+  add('math', MATH_STRONG.test(text) || hasInlineMath(text) ? 2 : distinctMatches(text, MATH_WORDS));
   add('reasoning', Math.min(2, distinctMatches(text, REASONING)));
   add('tools', (shape.tools > 0 ? 1 : 0) + (shape.tools > 4 ? 1 : 0) + (shape.toolTurns > 0 ? 1 : 0));
   add('ask', shape.askWords >= ASK_WORDS && !EASY_GENRE.test(text) ? 1 : 0);
@@ -85,6 +90,38 @@ function distinctMatches(text: string, pattern: RegExp): number {
     const word = m[0].toLowerCase();
     if (first === undefined) first = word;
     else if (word !== first) return 2;
+  }
+  return first === undefined ? 0 : 1;
+}
+
+/**
+ * distinctMatches of the code words and the call sites together, as one
+ * pattern with both would find them: the leftmost first, a word before a
+ * call site starting at the same place, none inside another.
+ */
+export function distinctCodeWords(text: string): number {
+  CODE_WORDS.lastIndex = 0;
+  let word = CODE_WORDS.exec(text);
+  let call = nextCallSite(text, 0);
+  let first: string | undefined;
+  while (word !== null || call !== undefined) {
+    let found: string;
+    let end: number;
+    if (word !== null && (call === undefined || word.index <= call[0])) {
+      found = word[0];
+      end = word.index + found.length;
+    } else {
+      found = text.slice(call![0], call![1]);
+      end = call![1];
+    }
+    const lower = found.toLowerCase();
+    if (first === undefined) first = lower;
+    else if (lower !== first) return 2;
+    if (word !== null && word.index < end) {
+      CODE_WORDS.lastIndex = end;
+      word = CODE_WORDS.exec(text);
+    }
+    if (call !== undefined && call[0] < end) call = nextCallSite(text, end);
   }
   return first === undefined ? 0 : 1;
 }

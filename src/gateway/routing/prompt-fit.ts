@@ -1,7 +1,7 @@
-import type { CatalogModel } from '../catalog/models.ts';
+import { type CatalogModel, MODELS } from '../catalog/models.ts';
 import type { ProviderInfo } from '../providers/registry.ts';
 import type { ChatRequest } from '../providers/types.ts';
-import { countPromptTokens } from '../tokens.ts';
+import { countPromptTokensUpTo, countPromptTokensUpToPausing } from '../tokens.ts';
 import type { PromptShape } from './prompt-shape.ts';
 
 /**
@@ -11,6 +11,14 @@ import type { PromptShape } from './prompt-shape.ts';
 export const OUTPUT_RESERVE = 1024;
 /** Output tokens assumed when ranking models by price (a client's max_tokens is a ceiling, not a forecast). */
 const EXPECTED_OUTPUT = 500;
+/**
+ * A prompt is counted no further than the largest context window of the
+ * catalog: past it no window holds it, and counting the rest of a 32 MiB
+ * body would hold the event loop for seconds.
+ */
+const COUNT_LIMIT = Math.max(...MODELS.map((m) => m.contextWindow));
+/** A prompt under this many tokens by the cheap bound fits every catalog window without a count. */
+const SMALLEST_WINDOW = Math.min(...MODELS.map((m) => m.contextWindow));
 
 /**
  * Whether a model can take this request: its context window holds the
@@ -44,8 +52,21 @@ export class PromptFit {
     return true;
   }
 
+  /**
+   * Counts the prompt now when fits() may need it (its cheap bound is over
+   * the smallest catalog window), handing the event loop back as it goes;
+   * undefined when no count can be needed (most calls: no promise).
+   */
+  countIfLong(): Promise<void> | undefined {
+    if (this.#tokens !== undefined || this.shape.tokenBound + (this.shape.maxOutput ?? OUTPUT_RESERVE) <= SMALLEST_WINDOW) return undefined;
+    return countPromptTokensUpToPausing(this.#body.messages, this.#body['tools'], COUNT_LIMIT).then((tokens) => {
+      this.#tokens = tokens;
+    });
+  }
+
+  /** The prompt's tokens (tokens.ts), or some number over every catalog window when it is larger than all. */
   promptTokens(): number {
-    this.#tokens ??= countPromptTokens(this.#body.messages, this.#body['tools']);
+    this.#tokens ??= countPromptTokensUpTo(this.#body.messages, this.#body['tools'], COUNT_LIMIT);
     return this.#tokens;
   }
 

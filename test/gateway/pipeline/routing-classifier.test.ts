@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import fc from 'fast-check';
 import type { ChatRequest } from '../../../src/gateway/providers/types.ts';
-import { classify } from '../../../src/gateway/routing/classifier.ts';
+import { classify, distinctCodeWords } from '../../../src/gateway/routing/classifier.ts';
+import { hasIndentedCodeLine, hasInlineMath, hasSelectFrom } from '../../../src/gateway/routing/classifier-scans.ts';
 import { promptShape } from '../../../src/gateway/routing/prompt-shape.ts';
+import { source, withinDeadline } from '../../helpers/deadline.ts';
 import { type LabelledPrompt, labelledPrompts } from './routing-fixture.ts';
 
 const tierOf = (p: LabelledPrompt) =>
@@ -71,5 +74,72 @@ describe('the request classifier on the labelled prompts', () => {
     const d = classify(promptShape({ model: 'auto', messages: [{ role: 'user', content: long }] }));
     assert.ok(d.signals.includes('long'));
     assert.ok(d.tier >= 2);
+  });
+});
+
+/** The classifier's patterns as they were written before they became scans (classifier-scans.ts). */
+const PATTERNS = {
+  indented: /^\s{4,}\S.*[;{}]\s*$/m,
+  selectFrom: /\bSELECT\s[\s\S]{1,300}?\sFROM\s/,
+  inlineMath: /\$[^$\n]*[\\^_=][^$\n]*\$/,
+  codeWords:
+    /\b(?:function|class|method|compile[rd]?|runtime|async|thread|mutex|pointer|recursi\w+|iterative|algorithm|regex|sql|postgres\w*|mysql|database|index(?:es)?|api endpoint|bug|typescript|javascript|python|rust|golang|java|c\+\+|kotlin|bash|docker|kubernetes|kubectl|pod|node\.js|react|terraform|vpc|subnets?|nginx|load balancer|protocol|invariants?|data structure|memoi[sz]\w*|re-?renders?|file handles?|leaks?)\b|[a-z_]\w*\([^)]*\)\s*[{;:]|=>|::|#include/gi,
+};
+
+/** The old count of distinct matches of a /g pattern, up to 2. */
+function distinctMatches(text: string, pattern: RegExp): number {
+  pattern.lastIndex = 0;
+  let first: string | undefined;
+  for (let m = pattern.exec(text); m !== null; m = pattern.exec(text)) {
+    const word = m[0].toLowerCase();
+    if (first === undefined) first = word;
+    else if (word !== first) return 2;
+  }
+  return first === undefined ? 0 : 1;
+}
+
+describe('the classifier: linear', () => {
+  const piece = fc.constantFrom(' ', '  ', '\t', '\n', '\r', '\u2028', '\u00a0', 'a', 'Z', '_', '9', ';', '{', '}', ':', '(', ')', 'SELECT', 'FROM', 'select', '$', '\\', '^', '=', 'function', 'bug', 'foo', '=>', '::', '#include', 'é');
+  const text = fc.array(piece, { maxLength: 40 }).map((p) => p.join(''));
+
+  test('each scan answers what its pattern did, on random text (property)', () => {
+    const runs = { numRuns: 5000 };
+    fc.assert(fc.property(text, (s) => hasIndentedCodeLine(s) === PATTERNS.indented.test(s)), runs);
+    fc.assert(fc.property(text, (s) => hasSelectFrom(s) === PATTERNS.selectFrom.test(s)), runs);
+    fc.assert(fc.property(text, (s) => hasInlineMath(s) === PATTERNS.inlineMath.test(s)), runs);
+    fc.assert(fc.property(text, (s) => distinctCodeWords(s) === distinctMatches(s, PATTERNS.codeWords)), runs);
+    const distance = fc.record({ before: fc.integer({ min: 0, max: 3 }), gap: fc.integer({ min: 0, max: 400 }) });
+    fc.assert(
+      fc.property(distance, ({ before, gap }) => {
+        const s = `${'x'.repeat(before)} SELECT ${'y'.repeat(gap)} FROM z SELECT a`;
+        return hasSelectFrom(s) === PATTERNS.selectFrom.test(s);
+      }),
+    );
+  });
+
+  // With the patterns, 12,000 newlines over three messages cost 217 to 426 ms a request (defect 3), a few ms for any
+  // of these texts. Each is scanned in its bounded slices (12,000 characters at most); the best of five runs is timed.
+  test('hostile text costs what ordinary text does: under 25 ms a call', async () => {
+    const costs = await withinDeadline<[string, number][]>('classifying hostile text', 20_000, {
+      classifier: source('gateway/routing/classifier.ts'),
+      shape: source('gateway/routing/prompt-shape.ts'),
+    }, `
+      const units = ['\\n', ' ', '\\t', '$', '$_', '\\\\', 'SELECT ', 'a(', '(a', '\\n    x {', '    x;', 'a ^ 1', '2*3', 'write a ', 'aA_', 'é'];
+      const costs = [];
+      for (const unit of units) {
+        const s = unit.repeat(Math.ceil(12000 / unit.length));
+        const body = { model: 'auto', messages: [{ role: 'system', content: s }, { role: 'user', content: s }, { role: 'assistant', content: s }] };
+        const prompt = shape.promptShape(body);
+        let best = Infinity;
+        for (let i = 0; i < 5; i++) {
+          const started = performance.now();
+          classifier.classify(prompt);
+          best = Math.min(best, performance.now() - started);
+        }
+        costs.push([unit, best]);
+      }
+      return costs;`);
+    const slow = costs.filter(([, ms]) => ms > 25).map(([unit, ms]) => `${JSON.stringify(unit)}: ${ms.toFixed(1)} ms`);
+    assert.deepEqual(slow, []);
   });
 });

@@ -386,3 +386,26 @@ describe('Anthropic request: tools', () => {
     assert.equal(refusal({ messages: [{ role: 'tool', content: 'x' }] }).param, 'messages[0].tool_call_id');
   });
 });
+
+describe('Anthropic request: sizes a client chooses', () => {
+  // push(...blocks) passed every block as an argument: 200,000 content parts overflowed the stack, and the RangeError
+  // was answered as an unreachable upstream (502, counted against the provider's breaker).
+  test('hundreds of thousands of content parts, system parts and tool results are translated', () => {
+    const parts = Array.from({ length: 300_000 }, (_, i) => ({ type: 'text', text: `p${i}` }));
+    const sent = body({
+      messages: [
+        { role: 'system', content: parts },
+        { role: 'user', content: 'first' },
+        { role: 'user', content: parts },
+        { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{}' } }] },
+        { role: 'tool', tool_call_id: 'c1', content: parts },
+        { role: 'user', content: parts },
+      ],
+    });
+    assert.equal(sent['system'].length, 300_000);
+    assert.equal(sent['messages'][0].content.length, 300_001, 'the two user turns merged');
+    const last = sent['messages'].at(-1).content;
+    assert.equal(last.length, 300_001);
+    assert.equal(last[0].type, 'tool_result', 'tool results first');
+  });
+});

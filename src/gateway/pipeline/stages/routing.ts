@@ -23,7 +23,11 @@ export interface RoutingStageDeps {
 }
 
 /**
- * Routing: where the call goes, and where it may go next.
+ * Routing: where the call goes, and where it may go next. Two stages:
+ * `check`, first of all, refuses what no content can change (a model the
+ * tenant cannot call, `auto` with nothing to route to or with routing
+ * turned off) before any work is spent on the call; `route`, after
+ * compaction, decides:
  * 1. The model named is resolved against the catalog and the tenant's keyed
  *    providers (unknown: 404, ambiguous: 404 naming the candidates, no key:
  *    400), unless it is `auto`.
@@ -36,9 +40,17 @@ export interface RoutingStageDeps {
  *    X-Gateway-No-Route); the upstream stage walks them.
  * 4. After the call: what routing saved against its baseline.
  */
-export function routingStage(deps: RoutingStageDeps): Stage {
+export function routingStages(deps: RoutingStageDeps): { check: Stage; route: Stage } {
   // One policy per tenant context: a context is replaced when its keys or settings change, so is its policy.
   const policies = new WeakMap<TenantContext, RoutingPolicy>();
+  const policyOf = (call: Call): RoutingPolicy => {
+    let policy = policies.get(call.tenant);
+    if (policy === undefined) {
+      policy = new RoutingPolicy(call.tenant.settings.routing ?? {}, call.tenant.keyed);
+      policies.set(call.tenant, policy);
+    }
+    return policy;
+  };
   // The targets of a tenant context, by catalog model: made once, not on every call (a target is never changed once
   // made). Only catalog models: the policy keeps one RouteModel for each, where a model it does not list (any text a
   // client sends) is a new one on every call, which would grow this without bound.
@@ -57,17 +69,26 @@ export function routingStage(deps: RoutingStageDeps): Stage {
     }
     return found;
   };
-  return async function route(call, next) {
+  // Not an async function: a call that passes (most) goes on with no promise of this stage's own.
+  const check: Stage = function checkModel(call, next) {
+    try {
+      if (call.modelRequested !== AUTO_MODEL) resolveRequested(call, policyOf(call));
+      else if (call.noRoute) throw autoWithoutRouting();
+      else if (policyOf(call).candidates(1).length === 0) throw noModelFits(undefined);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return next();
+  };
+  const route: Stage = async function route(call, next) {
     const settings = call.tenant.settings.routing ?? {};
     const auto = call.modelRequested === AUTO_MODEL;
-    if (auto && call.noRoute) throw autoWithoutRouting();
-    let policy = policies.get(call.tenant);
-    if (policy === undefined) {
-      policy = new RoutingPolicy(settings, call.tenant.keyed);
-      policies.set(call.tenant, policy);
-    }
+    const policy = policyOf(call);
     const requested = auto ? undefined : resolveRequested(call, policy);
     const fit = new PromptFit(call.body, promptShape(call.body));
+    // A long prompt is counted here, a slice at a time, rather than at once inside the choice below.
+    const counting = fit.countIfLong();
+    if (counting !== undefined) await counting;
 
     let chosen = requested;
     let baseline: RouteModel | undefined;
@@ -115,6 +136,7 @@ export function routingStage(deps: RoutingStageDeps): Stage {
       call.saved.routing = Math.max(0, (costUsd(asSent, baseline.entry) ?? 0) - (costUsd(asSent, answered) ?? 0));
     }
   };
+  return { check, route };
 }
 
 /** The model named, as routing knows it; the errors a client gets for a model it cannot call. */

@@ -20,7 +20,7 @@ function blocksInOrder(prompt: TranslatedPrompt): JsonObject[] {
   for (const turn of prompt.turns) {
     for (const block of turn.content) {
       out.push(block);
-      if (block['type'] === 'tool_result' && Array.isArray(block['content'])) out.push(...block['content'].filter(isObject));
+      if (block['type'] === 'tool_result' && Array.isArray(block['content'])) for (const inner of block['content']) if (isObject(inner)) out.push(inner);
     }
   }
   return out;

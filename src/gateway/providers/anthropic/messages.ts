@@ -32,8 +32,11 @@ export function translateMessages(messages: unknown[]): { system: JsonObject[]; 
     ends.push(blocks.at(-1));
     if (blocks.length === 0) return;
     const last = turns[turns.length - 1];
-    if (last !== undefined && last.role === role) last.content.push(...blocks);
-    else turns.push({ role, content: blocks });
+    if (last !== undefined && last.role === role) {
+      // A loop, not push(...blocks): a spread passes every block as an argument, and a client's hundreds of thousands
+      // of content parts overflowed the stack (a RangeError, answered as an unreachable upstream).
+      for (const block of blocks) last.content.push(block);
+    } else turns.push({ role, content: blocks });
   };
   for (let i = 0; i < messages.length; i++) {
     const message = messages[i];
@@ -41,7 +44,7 @@ export function translateMessages(messages: unknown[]): { system: JsonObject[]; 
     if (!isObject(message)) throw invalidBody(param, `${param} must be an object.`);
     const role = message['role'];
     if (role === 'system' || role === 'developer') {
-      system.push(...textBlocks(message['content'], `${param}.content`));
+      for (const block of textBlocks(message['content'], `${param}.content`)) system.push(block);
       ends.push(undefined);
     } else if (role === 'user') add('user', contentBlocks(message['content'], `${param}.content`));
     else if (role === 'assistant') add('assistant', assistantBlocks(message, param));
@@ -103,5 +106,7 @@ function resultsFirst(blocks: JsonObject[]): void {
   if (firstOther === -1 || !blocks.slice(firstOther).some((block) => block['type'] === 'tool_result')) return;
   const results = blocks.filter((block) => block['type'] === 'tool_result');
   const others = blocks.filter((block) => block['type'] !== 'tool_result');
-  blocks.splice(0, blocks.length, ...results, ...others);
+  let at = 0;
+  for (const block of results) blocks[at++] = block;
+  for (const block of others) blocks[at++] = block;
 }
