@@ -91,11 +91,20 @@ export interface FakeProvider {
   ledger: UsageLedger;
   /** Without `scope`, changes the server-wide behaviour; with `{requests: n}`, only the next n model requests. */
   setBehaviour(patch: Partial<Behaviour>, scope?: { requests: number }): void;
+  /**
+   * A behaviour for the requests of one API key (bearer or x-api-key) or of
+   * one base path (what comes before `/v1/`, e.g. `/bad` for base URL
+   * `http://host/bad/v1`), applied over the others: several tenants' upstreams
+   * on one origin can then behave differently. `undefined` removes it.
+   */
+  setBehaviourFor(selector: BehaviourSelector, patch: Partial<Behaviour> | undefined): void;
   /** Back to the starting behaviour; call log, ledger and prompt caches emptied. */
   reset(): void;
   /** Stops listening and cuts every open connection (hung requests included). */
   close(): Promise<void>;
 }
+
+export type BehaviourSelector = { apiKey: string } | { path: string };
 
 export const DEFAULT_MODELS = ['fake-model', 'fake-model-mini', 'claude-fake'];
 
@@ -104,6 +113,20 @@ const ROUTES: Record<string, { method: string; route: RecordedCall['route'] }> =
   '/v1/messages': { method: 'POST', route: 'anthropic.messages' },
   '/v1/models': { method: 'GET', route: 'models' },
 };
+
+/** The path before `/v1/` (`''` for none), without the query. */
+function basePath(url: string): string {
+  const q = url.indexOf('?');
+  const path = q === -1 ? url : url.slice(0, q);
+  const v1 = path.indexOf('/v1/');
+  return v1 === -1 ? '' : path.slice(0, v1);
+}
+
+function requestKey(req: IncomingMessage): string | undefined {
+  const auth = req.headers.authorization;
+  const key = req.headers['x-api-key'] ?? (auth?.startsWith('Bearer ') ? auth.slice(7) : undefined);
+  return typeof key === 'string' ? key : undefined;
+}
 
 /** The path from `/v1/` on, without the query. */
 function routePath(url: string): string {
@@ -137,6 +160,8 @@ const send = (res: ServerResponse, a: Answer) => {
 
 export async function createFakeProvider(options: FakeProviderOptions = {}): Promise<FakeProvider> {
   const behaviours = new Behaviours(options.behaviour ?? {});
+  const byKey = new Map<string, Partial<Behaviour>>();
+  const byPath = new Map<string, Partial<Behaviour>>();
   const calls = new CallLog(options.record ?? 50);
   const models = options.models ?? DEFAULT_MODELS;
   const id = idMaker();
@@ -168,7 +193,12 @@ export async function createFakeProvider(options: FakeProviderOptions = {}): Pro
       return;
     }
 
-    const taken = behaviours.take();
+    let taken = behaviours.take();
+    const forPath = byPath.size > 0 ? byPath.get(basePath(url)) : undefined;
+    if (forPath) taken = { ...taken, ...forPath };
+    const key = byKey.size > 0 ? requestKey(req) : undefined;
+    const forKey = key === undefined ? undefined : byKey.get(key);
+    if (forKey) taken = { ...taken, ...forKey };
     const text = await readBody(req);
     let body: unknown;
     try {
@@ -234,8 +264,15 @@ export async function createFakeProvider(options: FakeProviderOptions = {}): Pro
     calls,
     ledger,
     setBehaviour: (patch, scope) => behaviours.set(patch, scope),
+    setBehaviourFor(selector, patch) {
+      const [map, name] = 'apiKey' in selector ? [byKey, selector.apiKey] : [byPath, selector.path];
+      if (patch === undefined) map.delete(name);
+      else map.set(name, patch);
+    },
     reset() {
       behaviours.reset();
+      byKey.clear();
+      byPath.clear();
       calls.clear();
       ledger.clear();
       caches.openai.clear();
