@@ -77,7 +77,7 @@ export async function gatewayBeforeAfter(): Promise<{ rows: Row[]; details: stri
 
   const rows: Row[] = [
     {
-      id: 'H1',
+      id: '9',
       benchmark: `gateway CPU per call, after against before (${RUNS} interleaved A/B runs, 50 connections, 0 ms fake)`,
       measured: `after ${fmt(med((r) => t(r, 'after').mainUs))} µs main thread, ${fmt(med((r) => t(r, 'after').cpuUs))} µs all threads (${fmt(vsFloor('after'), 2)} × the floor's)`,
       baseline: `before ${fmt(med((r) => t(r, 'before').mainUs))} µs, ${fmt(med((r) => t(r, 'before').cpuUs))} µs (${fmt(vsFloor('before'), 2)} × the floor's)`,
@@ -86,7 +86,7 @@ export async function gatewayBeforeAfter(): Promise<{ rows: Row[]; details: stri
       pass: median(mainRatio) <= CPU_BOUND,
     },
     {
-      id: 'H1',
+      id: '9',
       benchmark: 'gateway throughput, after against before (same runs)',
       measured: `after ${fmt(med((r) => t(r, 'after').rate))} calls/s (${fmt(med((r) => t(r, 'after').rate / t(r, FLOOR_NAME).rate), 3)} of the floor)`,
       baseline: `before ${fmt(med((r) => t(r, 'before').rate))} calls/s (${fmt(med((r) => t(r, 'before').rate / t(r, FLOOR_NAME).rate), 3)} of the floor)`,
@@ -96,7 +96,7 @@ export async function gatewayBeforeAfter(): Promise<{ rows: Row[]; details: stri
       verdict: 'info',
     },
     {
-      id: 'H1',
+      id: '9',
       benchmark: 'gateway X-Gateway-Overhead-Ms, after against before (10 connections, 20 ms fake)',
       measured: `after p50 ${fmt(med((r) => l(r, 'after').overheadP50), 2)} ms, p99 ${fmt(med((r) => l(r, 'after').overheadP99), 2)} ms`,
       baseline: `before p50 ${fmt(med((r) => l(r, 'before').overheadP50), 2)} ms, p99 ${fmt(med((r) => l(r, 'before').overheadP99), 2)} ms`,
@@ -121,5 +121,5 @@ export async function gatewayBeforeAfter(): Promise<{ rows: Row[]; details: stri
 const signed = (x: number) => `${x >= 0 ? '+' : ''}${fmt(x, 2)}`;
 
 function notRun(why: string): Row {
-  return { id: 'H1', benchmark: 'gateway CPU per call, after against before', measured: 'not run', baseline: why, result: 'n/a', target: 'none', pass: false, verdict: 'NOT RUN' };
+  return { id: '9', benchmark: 'gateway CPU per call, after against before', measured: 'not run', baseline: why, result: 'n/a', target: 'none', pass: false, verdict: 'NOT RUN' };
 }

@@ -91,7 +91,7 @@ export async function hostileBenchmark(): Promise<{ rows: Row[]; details: string
     results.push(await sendAll(gateway, '5,000 levels of nesting', [{ key: keys.full, body: nestedBody(5000), headers: {} }]));
     results.push(await sendAll(gateway, 'an object of 50,000 keys', [{ key: keys.full, body: manyKeysBody(50_000), headers: {} }]));
     const rows: Row[] = results.map((r, i) => ({
-      id: `H${i + 1}`,
+      id: `10.${i + 1}`,
       benchmark: `hostile input: ${r.name}, ${r.statuses.length} request${r.statuses.length > 1 ? 's' : ''} (${[...new Set(r.statuses)].join(', ')})`,
       measured: `stall ${fmt(r.stall.loopMax)} ms (GC ${fmt(r.stall.gcMaxMs)} ms)`,
       baseline: `slowest request ${fmt(r.slowestMs)} ms`,

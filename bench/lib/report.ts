@@ -234,6 +234,23 @@ ratio against a baseline measured in the same run, or a latency bound that must 
    reconciled with the measured difference, net of the automatic cache hits the direct calls got themselves.
 8. **The console on a million usage records** (bench/benchmarks/console-pages.ts): each console page and the API's usage and
    request-log queries, p95 against 200 ms; its method and full table are in its own section after the results.
+9. **The gateway before and after a change that must not cost the hot path** (bench/benchmarks/gateway-before-after.ts,
+   part \`before-after\`): this checkout's gateway against an earlier commit of itself (\`BEFORE\` in that file, the commit
+   before issue 31's hardening, or \`BENCH_AB_BASE\`), run from a temporary git worktree, beside the Node floor. Three
+   interleaved A/B runs (bench/lib/ab-run.ts), each with benchmark 5's throughput load (50 connections, the fake answering
+   at once; slices of each target taking turns) for CPU per call on the main thread and in all threads, and its latency load
+   (10 connections, the fake answering after 20 ms) for the in-process overhead \`X-Gateway-Overhead-Ms\` (p50, p99, read
+   from every response). Judged on the median of the three runs' after/before ratios, with their spread beside it.
+   Target: main-thread CPU per call at most 1.05 × before; throughput and overhead are reported.
+10. **Hostile request content** (bench/benchmarks/gateway-hostile.ts, part \`hostile\`): each input of
+   tools/hostile-inputs.ts (runs of one letter, spaces, newlines, \`$\`, backslashes, special tokens, mixed), about 1 MB
+   of JSON three times in one body, sent once in every mode (compaction off, safe, aggressive and under a budget; \`auto\`
+   routing and a named model's fallbacks; cache on and bypassed; streamed and not; prompt caching; limits; no provider
+   key), plus 5,000 levels of nesting and an object of 50,000 keys, through the gateway in its own process (a 4 MiB body
+   limit; bench/servers/hostile-gateway-server.ts) in front of the fake provider. A stall meter inside the gateway reads
+   the longest its event loop was held per input (and the longest GC pause); beside them, the same for a normal question
+   and for a normal transcript of the same size (the corpus's prose, code and JSON). Goal: no stall over 100 ms, no 5xx.
+   Before the fix the same kinds of input held the loop for seconds (issue 31).
 
 ## Results
 
@@ -249,8 +266,8 @@ npm run bench
 
 It takes about ${Math.round(report.seconds / 10) * 10} s, prints the table above and rewrites this file. It exits 0 whether or not
 the targets are met (a missed one shows as FAIL); raw figures go to bench/results/last-run.json (not committed).
-\`npm run bench -- login\` (or any other part: \`me\`, \`oauth\`, \`gateway\`, \`breakdown\`, \`cache\`, \`compaction\`, \`routing\`, \`savings\`,
-\`console\`) runs only those benchmarks, prints their table and leaves this file alone.
+\`npm run bench -- login\` (or any other part: \`me\`, \`oauth\`, \`gateway\`, \`breakdown\`, \`before-after\`, \`cache\`, \`compaction\`,
+\`routing\`, \`savings\`, \`console\`, \`hostile\`) runs only those benchmarks, prints their table and leaves this file alone.
 \`BENCH_BCRYPT_DIRS=<dir>[:<dir>…]\` also times the bcrypt packages installed under each \`<dir>/node_modules\` (e.g. one where
 \`npm install @node-rs/bcrypt@2\` was run), so that benchmark 1's bound comes from the fastest of all of them.
 \`BENCH_CPU_PROF=<dir> npm run bench\` also writes a V8 CPU profile of each server process into \`<dir>\`;
