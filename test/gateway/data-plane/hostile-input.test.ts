@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { Worker } from 'node:worker_threads';
+import fc from 'fast-check';
 import { createFakeProvider } from '../../../tools/fake-provider/server.ts';
 import { chatBody, HOSTILE_LIMITS, HOSTILE_MODES, HOSTILE_UNITS, type HostileTenant, hostileText, manyKeysBody, nestedBody } from '../../../tools/hostile-inputs.ts';
 import { freePort } from '../../helpers/auth.ts';
@@ -33,6 +34,9 @@ import { startServiceProcess } from '../../helpers/service-process.ts';
  * tenth of these sizes (80,000 spaces: 11.7 s; 160,000 letters: 20 s), and
  * would take minutes to hours on these.
  *
+ * Then seeded mixtures (fast-check, as the property-based suite does):
+ * runs of those units one after another, in random modes.
+ *
  * HOSTILE_RUN sets the bytes of each text (default 200,000, as JSON; three
  * copies go in a body); run against code with a quadratic path, a smaller
  * one (40,000) shows which cases fail in seconds rather than hours.
@@ -50,6 +54,12 @@ const STALL_MS = 1000;
 const RUN = Number(process.env['HOSTILE_RUN'] ?? 200_000);
 /** The few-megabyte cases: three copies of this many bytes make a body just under the limit. */
 const BIG_RUN = 1_200_000;
+/** The property part: seeded mixtures of the units' runs in random modes (HOSTILE_SEED, HOSTILE_MIXTURES explore further). */
+const MIXTURES = Number(process.env['HOSTILE_MIXTURES'] ?? 30);
+const SEED = Number(process.env['HOSTILE_SEED'] ?? 20261202);
+/** A mixture's text stays under this many characters (each run up to a tenth of it). */
+const MIXTURE_CHARS = 300_000;
+
 /** A client gives up here: a gateway stuck in a quadratic loop fails the case instead of the suite hanging. */
 const GIVE_UP_MS = 20_000;
 
@@ -169,6 +179,17 @@ describe('hostile request content through every stage and mode: linear, bounded,
       await send(`${name}, ${mb} MB; auto, safe`, keys.full, chatBody(text, 'auto', false), { 'x-gateway-compact': 'safe' });
       await send(`${name}, ${mb} MB; token budget 1000`, keys.full, chatBody(text, 'openai/gpt-4o-mini', false), { 'x-gateway-compact': '1000' });
     }
+    // As in the property-based suite (test/reliability/hostile-input.test.ts): generated texts, seeded, whose runs of
+    // the units follow one another (a run of spaces ending in newlines, `$` inside letters...), in any mode.
+    const run = fc.tuple(fc.constantFrom(...HOSTILE_UNITS.map(([, unit]) => unit)), fc.integer({ min: 1, max: MIXTURE_CHARS / 10 }));
+    const mixture = fc.array(run, { minLength: 1, maxLength: 10 }).map((runs) => runs.map(([unit, n]) => unit.repeat(Math.ceil(n / unit.length))).join('').slice(0, MIXTURE_CHARS));
+    await fc.assert(
+      fc.asyncProperty(mixture, fc.constantFrom(...HOSTILE_MODES), async (text, mode) => {
+        const o = await send(`a mixture of ${text.length} characters; ${mode.name}`, keys[mode.tenant], chatBody(text, mode.model, mode.stream), mode.headers);
+        return o.status !== 0 && o.status < 500 && o.ms <= REQUEST_MS;
+      }),
+      { seed: SEED, numRuns: MIXTURES, endOnFailure: true },
+    );
     const deep = await send('5,000 levels of nesting in an extra field', keys.full, nestedBody(5000));
     const deepCached = await send('5,000 levels of nesting, X-Gateway-No-Cache', keys.full, nestedBody(5000), { 'x-gateway-no-cache': 'true' });
     const allowed = await send('100 levels of nesting', keys.full, nestedBody(100));
