@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { loadGatewayConfig } from '../../../src/gateway/config.ts';
 import { ManualClock } from '../../../src/platform/clock.ts';
 import { HttpProblem } from '../../../src/platform/errors.ts';
 import { upstreamEventTooLarge } from '../../../src/gateway/providers/upstream-errors.ts';
@@ -132,5 +133,18 @@ describe('what a failure counts against', () => {
     assert.equal(planAfterFailure(new HttpProblem(503, 'upstream_overloaded', 'x')).counts, 'origin');
     assert.equal(planAfterFailure(upstreamInvalid('OpenAI')).counts, 'own');
     for (const s of [400, 401, 403, 404, 408, 429, 499]) assert.equal(planAfterFailure(new HttpProblem(s, 'x', 'x')).counts, 'nowhere');
+  });
+});
+
+describe('the shared circuit settings', () => {
+  const load = (env: Record<string, string>) => loadGatewayConfig({ DATA_DIR: '/tmp', GATEWAY_ENCRYPTION_KEY: 'b'.repeat(64), ...env });
+
+  test('defaults: 3 tenants within 60 s; bad values refuse the start with a sentence naming the setting', () => {
+    assert.equal(load({}).routing.breakerSharedTenants, 3);
+    assert.equal(load({}).routing.breakerSharedWindowMs, 60_000);
+    assert.equal(load({ GATEWAY_BREAKER_SHARED_TENANTS: '1' }).routing.breakerSharedTenants, 1);
+    assert.throws(() => load({ GATEWAY_BREAKER_SHARED_TENANTS: '0' }), /GATEWAY_BREAKER_SHARED_TENANTS must be an integer from 1 to 100 \(got "0"\)/);
+    assert.throws(() => load({ GATEWAY_BREAKER_SHARED_TENANTS: 'three' }), /GATEWAY_BREAKER_SHARED_TENANTS must be an integer/);
+    assert.throws(() => load({ GATEWAY_BREAKER_SHARED_WINDOW_MS: '5' }), /GATEWAY_BREAKER_SHARED_WINDOW_MS must be an integer from 100/);
   });
 });
