@@ -118,6 +118,10 @@ export interface RoutingConfig {
   breakerFailures: number;
   /** How long an open circuit skips its provider before one probe call is let through. */
   breakerCooldownMs: number;
+  /** Distinct tenants whose failures it takes to open a provider origin's shared circuit. */
+  breakerSharedTenants: number;
+  /** The failures that open a shared circuit fall within this long. */
+  breakerSharedWindowMs: number;
   /** How long a session keeps its routed model after its last call (a tenant may set its own). */
   stickyTtlMs: number;
 }
@@ -205,6 +209,8 @@ export function loadGatewayConfig(env: Record<string, string | undefined> = proc
       defaultFallbacks: r.int('GATEWAY_DEFAULT_FALLBACKS', 2, 0, 5),
       breakerFailures: r.int('GATEWAY_BREAKER_FAILURES', 5, 1, 1000),
       breakerCooldownMs: r.int('GATEWAY_BREAKER_COOLDOWN_MS', 30_000, 10, 3_600_000),
+      breakerSharedTenants: r.int('GATEWAY_BREAKER_SHARED_TENANTS', 3, 1, 100),
+      breakerSharedWindowMs: r.int('GATEWAY_BREAKER_SHARED_WINDOW_MS', 60_000, 100, 3_600_000),
       stickyTtlMs: r.int('GATEWAY_STICKY_TTL_SECONDS', 3600, 60, 7 * 86_400) * 1000,
     },
     anthropicDefaultMaxTokens: r.int('GATEWAY_ANTHROPIC_DEFAULT_MAX_TOKENS', 4096, 1, 1_000_000),

@@ -1,7 +1,7 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { type CounterChild, SummedCounter, SummedHistogram } from '../platform/metrics.ts';
 import type { Call } from './pipeline/call.ts';
-import type { CircuitEvent } from './routing/circuit-breaker.ts';
+import type { CircuitBreakers, CircuitEvent, CircuitScope } from './routing/circuit-breaker.ts';
 
 /**
  * The data plane's own metrics, beside the HTTP ones every service has.
@@ -14,8 +14,10 @@ export interface GatewayMetrics {
   usageDropped: Counter;
   /** Usage records the database refused, set aside (usage-writer.ts). */
   usageRejected: Counter;
-  /** A provider circuit changed state, or skipped a call (routing/circuit-breaker.ts). */
-  circuitEvent(provider: string, event: CircuitEvent): void;
+  /** A circuit changed state, or skipped a call (routing/circuit-breaker.ts). */
+  circuitEvent(provider: string, event: CircuitEvent, scope: CircuitScope): void;
+  /** The breakers whose open circuits `gateway_circuits_open` counts when scraped. */
+  watchCircuits(breakers: Pick<CircuitBreakers, 'openCounts'>): void;
 }
 
 export function createGatewayMetrics(registry: Registry): GatewayMetrics {
@@ -64,15 +66,22 @@ export function createGatewayMetrics(registry: Registry): GatewayMetrics {
   });
   const circuitEvents = new Counter({
     name: 'gateway_circuit_events_total',
-    help: 'Provider circuit breakers (per replica): circuits opened, half-opened, reopened (a failed probe) and closed, and calls skipped while open, by provider.',
-    labelNames: ['provider', 'event'],
+    help: "Circuit breakers (per replica): circuits opened, half-opened, reopened (a failed probe) and closed, and calls skipped while open, by provider and scope (tenant: a tenant's own circuit; shared: a provider origin's).",
+    labelNames: ['provider', 'event', 'scope'],
     registers,
   });
-  const circuitsOpen = new Gauge({
+  // Counted when scraped, from the breakers' entries: a tenant's circuit that nobody calls again never sends `closed`.
+  let watched: Pick<CircuitBreakers, 'openCounts'> | undefined;
+  new Gauge({
     name: 'gateway_circuits_open',
-    help: 'Provider origins whose circuit is open or half-open on this replica, by provider.',
-    labelNames: ['provider'],
+    help: "Circuits skipping calls on this replica (open, or half-open with a probe out), by provider and scope (tenant: a tenant's own circuits; shared: provider origins').",
+    labelNames: ['provider', 'scope'],
     registers,
+    collect() {
+      this.reset();
+      if (watched === undefined) return;
+      for (const { provider, scope, count } of watched.openCounts().values()) this.set({ provider, scope }, count);
+    },
   });
   // The counters and histograms count per label set in place (SummedCounter, SummedHistogram). Children are looked up
   // on each call, never held: registry.resetMetrics() drops them, and a held one would count where nothing reads.
@@ -97,10 +106,11 @@ export function createGatewayMetrics(registry: Registry): GatewayMetrics {
   return {
     usageDropped,
     usageRejected,
-    circuitEvent(provider, event) {
-      circuitEvents.inc({ provider, event });
-      if (event === 'opened') circuitsOpen.inc({ provider });
-      else if (event === 'closed') circuitsOpen.dec({ provider });
+    circuitEvent(provider, event, scope) {
+      circuitEvents.inc({ provider, event, scope });
+    },
+    watchCircuits(breakers) {
+      watched = breakers;
     },
     observeCall(call) {
       const target = call.target;

@@ -1,4 +1,6 @@
 import type { Clock } from '../../platform/clock.ts';
+import type { CircuitKeys } from '../routing/circuit-breaker.ts';
+import { circuitKeys } from '../routing/circuit-keys.ts';
 import type { InvalidationBus } from '../invalidation.ts';
 import { loadProviderKeys } from '../provider-keys.ts';
 import { parseTenantSettings, type TenantSettings } from '../tenant-settings.ts';
@@ -10,8 +12,8 @@ import { LoadingCache } from './loading-cache.ts';
 /** What a data-plane call needs of its tenant: the provider keys in plaintext and the body-storage setting. */
 export interface TenantContext {
   tenantId: string;
-  /** By provider id; the base URL parsed once, when the tenant is loaded. */
-  providerKeys: ReadonlyMap<string, { apiKey: string; baseUrl: URL }>;
+  /** By provider id; the base URL parsed and the key's circuits named once, when the tenant is loaded. */
+  providerKeys: ReadonlyMap<string, { apiKey: string; baseUrl: URL; circuit: CircuitKeys }>;
   /** The providers with a key: model resolution and /v1/models look only at these. */
   keyed: ReadonlySet<string>;
   storeBodies: boolean;
@@ -49,7 +51,12 @@ export function tenantContexts(options: {
       const providerKeys = await loadProviderKeys(options.db, options.encryptionKeys, tenantId, (provider) =>
         options.onUnreadableKey(tenantId, provider),
       );
-      const parsed = new Map([...providerKeys].map(([provider, key]) => [provider, { apiKey: key.apiKey, baseUrl: new URL(key.baseUrl) }]));
+      const parsed = new Map(
+        [...providerKeys].map(([provider, key]) => {
+          const baseUrl = new URL(key.baseUrl);
+          return [provider, { apiKey: key.apiKey, baseUrl, circuit: circuitKeys(tenantId, provider, baseUrl, key.apiKey) }];
+        }),
+      );
       const storeBodies = tenant.store_bodies === 1;
       const limits = options.storedBodies;
       const bodies = storeBodies

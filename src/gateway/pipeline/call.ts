@@ -7,6 +7,7 @@ import type { HeaderList } from '../header-list.ts';
 import type { TenantContext } from '../data-plane/tenant-context.ts';
 import type { ProviderInfo } from '../providers/registry.ts';
 import type { ChatRequest, PromptCachePlan, ProviderAdapter, TokenUsage } from '../providers/types.ts';
+import type { CircuitKeys } from '../routing/circuit-breaker.ts';
 
 export type CacheStatus = 'miss' | 'hit' | 'dedup' | 'bypass';
 
@@ -63,6 +64,8 @@ export interface CallTarget {
   adapter: ProviderAdapter;
   apiKey: string;
   baseUrl: URL;
+  /** The circuits this target's calls pass (routing/circuit-breaker.ts): the tenant's own and the origin's. */
+  circuit: CircuitKeys;
 }
 
 /**

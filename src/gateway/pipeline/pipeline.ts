@@ -63,9 +63,12 @@ export function buildPipeline(deps: PipelineDeps): (call: Call) => Promise<void>
   const breakers = new CircuitBreakers({
     failures: routing.breakerFailures,
     cooldownMs: routing.breakerCooldownMs,
+    sharedTenants: routing.breakerSharedTenants,
+    sharedWindowMs: routing.breakerSharedWindowMs,
     clock: deps.clock,
     onEvent: deps.metrics.circuitEvent,
   });
+  deps.metrics.watchCircuits(breakers);
   const route = routingStages({ adapters: deps.adapters, config: routing, sticky: stickyRoutes(deps.redis, deps.clock), log: deps.log });
   const budgets = budgetStages({ ledger: deps.budgets, clock: deps.clock, defaultOutputTokens: deps.config.budgets.defaultOutputTokens, registry: deps.registry });
   return compose([

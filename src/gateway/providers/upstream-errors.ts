@@ -1,4 +1,5 @@
 import { HttpProblem } from '../../platform/errors.ts';
+import { LocalFailure } from '../routing/local-failure.ts';
 
 /**
  * Upstream failures as the errors the client sees, shared by every wire
@@ -80,8 +81,12 @@ export const upstreamStreamIncomplete = (provider: string) =>
     type: 'api_error',
   });
 
-/** The upstream sent a stream line or event over the parser's bound (providers/sse.ts): the stream is cut there. */
+/**
+ * The upstream sent a stream line or event over the parser's bound
+ * (providers/sse.ts): the stream is cut there. The bound is the gateway's,
+ * so it is a LocalFailure: not retried, counted on no circuit.
+ */
 export const upstreamEventTooLarge = (provider: string, limit: number) =>
-  new HttpProblem(502, 'upstream_event_too_large', `The ${provider} API sent a stream event larger than ${limit} characters; the stream was cut.`, {
+  new LocalFailure(502, 'upstream_event_too_large', `The ${provider} API sent a stream event larger than ${limit} characters; the stream was cut.`, {
     type: 'api_error',
   });

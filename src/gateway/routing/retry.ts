@@ -1,5 +1,7 @@
 import type { HttpProblem } from '../../platform/errors.ts';
 import type { RoutingConfig } from '../config.ts';
+import type { Blame } from './circuit-breaker.ts';
+import { LocalFailure } from './local-failure.ts';
 
 /**
  * What a failed attempt leads to, by the error it ended with:
@@ -10,23 +12,36 @@ import type { RoutingConfig } from '../config.ts';
  *   403: the provider refused the tenant's key, which a retry cannot change
  *   and another model of the same provider would meet again);
  * - `stop`: the answer stands (any other 4xx: the request itself was
- *   refused, and would be by a fallback too; 499: the client left).
- * `breaker`: whether the failure counts against the provider's circuit. Only
- * the provider's own trouble does: 5xx and timeouts, not 429 (a tenant's own
- * rate limit must not close a provider for every tenant) nor refused keys.
+ *   refused, and would be by a fallback too; 499: the client left; a
+ *   LocalFailure: the gateway's side of the wire failed, which no other
+ *   attempt would change).
+ * `counts`: which circuit breakers the failure counts against
+ * (routing/circuit-breaker.ts). Only an upstream's own trouble counts:
+ * - 'origin' (the tenant's own circuit, and the origin's shared one under
+ *   its distinct-tenants rule): the upstream could not be reached or failed
+ *   (connect errors, timeouts, 5xx and 529);
+ * - 'own' (the tenant's own circuit only): the upstream answered 2xx with
+ *   something unreadable (a base URL of this tenant's pointing at something
+ *   that is no API says nothing about the origin for others);
+ * - 'nowhere': 429 (a tenant's own rate limit), 408, refused keys, any
+ *   other 4xx, the client gone, and every LocalFailure.
  */
 export interface FailurePlan {
   next: 'retry' | 'other-provider' | 'stop';
-  breaker: boolean;
+  counts: Blame | 'nowhere';
 }
 
+/** Upstream-side failures of this target alone, not its origin's (see FailurePlan). */
+const OWN_ONLY = new Set(['upstream_invalid_response']);
+
 export function planAfterFailure(problem: HttpProblem): FailurePlan {
+  if (problem instanceof LocalFailure) return { next: 'stop', counts: 'nowhere' };
   const { status } = problem;
-  if (status === 499) return { next: 'stop', breaker: false };
-  if (status === 429 || status === 408) return { next: 'retry', breaker: false };
-  if (status >= 500) return { next: 'retry', breaker: true };
-  if (status === 401 || status === 403) return { next: 'other-provider', breaker: false };
-  return { next: 'stop', breaker: false };
+  if (status === 499) return { next: 'stop', counts: 'nowhere' };
+  if (status === 429 || status === 408) return { next: 'retry', counts: 'nowhere' };
+  if (status >= 500) return { next: 'retry', counts: OWN_ONLY.has(problem.code) ? 'own' : 'origin' };
+  if (status === 401 || status === 403) return { next: 'other-provider', counts: 'nowhere' };
+  return { next: 'stop', counts: 'nowhere' };
 }
 
 /**

@@ -151,11 +151,11 @@ describe('retries and the circuit breaker (pure)', () => {
   const problem = (status: number, headers: Record<string, string> = {}) => new HttpProblem(status, 'x', 'x', { headers });
 
   test('what follows a failure: 429, 408 and 5xx retry; 401/403 another provider; other 4xx and 499 stop', () => {
-    assert.deepEqual(planAfterFailure(problem(429)), { next: 'retry', breaker: false });
-    assert.deepEqual(planAfterFailure(problem(408)), { next: 'retry', breaker: false });
-    for (const s of [502, 503, 504]) assert.deepEqual(planAfterFailure(problem(s)), { next: 'retry', breaker: true });
-    assert.deepEqual(planAfterFailure(problem(401)), { next: 'other-provider', breaker: false });
-    assert.deepEqual(planAfterFailure(problem(403)), { next: 'other-provider', breaker: false });
+    assert.deepEqual(planAfterFailure(problem(429)), { next: 'retry', counts: 'nowhere' });
+    assert.deepEqual(planAfterFailure(problem(408)), { next: 'retry', counts: 'nowhere' });
+    for (const s of [502, 503, 504]) assert.deepEqual(planAfterFailure(problem(s)), { next: 'retry', counts: 'origin' });
+    assert.deepEqual(planAfterFailure(problem(401)), { next: 'other-provider', counts: 'nowhere' });
+    assert.deepEqual(planAfterFailure(problem(403)), { next: 'other-provider', counts: 'nowhere' });
     for (const s of [400, 404, 413, 422, 499]) assert.equal(planAfterFailure(problem(s)).next, 'stop');
   });
 
@@ -170,23 +170,24 @@ describe('retries and the circuit breaker (pure)', () => {
   test('a circuit opens after N consecutive failures, skips, half-opens one probe after the cooldown, closes on success', () => {
     const clock = new ManualClock();
     const events: string[] = [];
-    const b = new CircuitBreakers({ failures: 2, cooldownMs: 1000, clock, onEvent: (p, e) => events.push(`${p}:${e}`) });
-    b.failure('k', 'openai');
-    b.success('k');
-    b.failure('k', 'openai');
-    assert.equal(b.admit('k', 'openai'), true, 'a success in between resets the count');
-    b.failure('k', 'openai');
-    assert.equal(b.admit('k', 'openai'), false);
-    assert.equal(b.retryInMs('k'), 1000);
+    const b = new CircuitBreakers({ failures: 2, cooldownMs: 1000, sharedTenants: 3, sharedWindowMs: 60_000, clock, onEvent: (p, e) => events.push(`${p}:${e}`) });
+    const k = { own: 'k', origin: 'o', tenantId: 't', provider: 'openai' };
+    b.failure(k, 'origin');
+    b.success(k);
+    b.failure(k, 'origin');
+    assert.equal(b.admit(k), true, 'a success in between resets the count');
+    b.failure(k, 'origin');
+    assert.equal(b.admit(k), false);
+    assert.equal(b.retryInMs(k), 1000);
     clock.advance(1000);
-    assert.equal(b.admit('k', 'openai'), true, 'the probe');
-    assert.equal(b.admit('k', 'openai'), false, 'one probe at a time');
-    b.failure('k', 'openai');
-    assert.equal(b.admit('k', 'openai'), false, 'a failed probe opens it again');
+    assert.equal(b.admit(k), true, 'the probe');
+    assert.equal(b.admit(k), false, 'one probe at a time');
+    b.failure(k, 'origin');
+    assert.equal(b.admit(k), false, 'a failed probe opens it again');
     clock.advance(1000);
-    assert.equal(b.admit('k', 'openai'), true);
-    b.success('k');
-    assert.equal(b.admit('k', 'openai'), true);
+    assert.equal(b.admit(k), true);
+    b.success(k);
+    assert.equal(b.admit(k), true);
     assert.deepEqual(events, [
       'openai:opened', 'openai:skipped', 'openai:half_open', 'openai:skipped', 'openai:reopened', 'openai:skipped', 'openai:half_open', 'openai:closed',
     ]);

@@ -160,7 +160,7 @@ function target(call: Call, adapters: ReadonlyMap<string, ProviderAdapter>, m: R
   const key = call.tenant.providerKeys.get(m.provider.id);
   const adapter = adapters.get(m.provider.id);
   if (!key || !adapter) throw noProviderKey(m.provider.id);
-  return { provider: m.provider, model: m.model, ref: m.ref, entry: m.entry, adapter, apiKey: key.apiKey, baseUrl: key.baseUrl };
+  return { provider: m.provider, model: m.model, ref: m.ref, entry: m.entry, adapter, apiKey: key.apiKey, baseUrl: key.baseUrl, circuit: key.circuit };
 }
 
 /** The same request with its sizes ignored: tells "too large for every window" from "no model takes this kind of request". */

@@ -10,6 +10,7 @@ import type { UpstreamPools } from '../../data-plane/upstream-pools.ts';
 import { upstreamInvalid, upstreamTimeout, upstreamUnreachable } from '../../openai-errors.ts';
 import type { CallContext, TokenUsage } from '../../providers/types.ts';
 import type { CircuitBreakers } from '../../routing/circuit-breaker.ts';
+import { localBug, requestNotSendable, requestNotTranslatable, upstreamResponseTooLarge } from '../../routing/local-failure.ts';
 import { planAfterFailure, retryDelayMs } from '../../routing/retry.ts';
 import type { Call, CallTarget, Stage } from '../call.ts';
 import { relayStream } from './relay-stream.ts';
@@ -59,8 +60,8 @@ export function upstreamStage(settings: UpstreamSettings, reliability: Reliabili
     for (const target of targets) {
       const ref = target.ref;
       if (refused?.has(target.provider.id)) continue;
-      const circuit = `${target.provider.id} ${target.baseUrl.origin}`;
-      if (!breakers.admit(circuit, target.provider.id)) {
+      const circuit = target.circuit;
+      if (!breakers.admit(circuit)) {
         call.attempts.push({ model: ref, status: 503, errorCode: 'circuit_open', ms: 0 });
         openForMs = Math.min(openForMs, breakers.retryInMs(circuit));
         firstFailed ??= ref;
@@ -82,8 +83,8 @@ export function upstreamStage(settings: UpstreamSettings, reliability: Reliabili
           const problem = err instanceof HttpProblem ? err : transportError(target, err, call.signal);
           call.attempts.push({ model: ref, status: problem.status, errorCode: problem.code, ms: round(performance.now() - startedAt) });
           const plan = planAfterFailure(problem);
-          if (plan.breaker) breakers.failure(circuit, target.provider.id);
-          else breakers.neutral(circuit);
+          if (plan.counts === 'nowhere') breakers.neutral(circuit);
+          else breakers.failure(circuit, plan.counts);
           if (plan.next === 'stop' || call.streamOpened || call.signal.aborted) throw problem;
           last = problem;
           firstFailed ??= ref;
@@ -103,7 +104,7 @@ export function upstreamStage(settings: UpstreamSettings, reliability: Reliabili
           } finally {
             call.upstreamMs += delay;
           }
-          if (!breakers.admit(circuit, target.provider.id)) break;
+          if (!breakers.admit(circuit)) break;
         }
       }
     }
@@ -130,7 +131,12 @@ function attemptOnce(settings: UpstreamSettings) {
       created: Math.floor(call.receivedAt / 1000),
       promptCache: call.promptCache,
     };
-    const outgoing = target.adapter.chatRequest(call.body, ctx);
+    let outgoing: ReturnType<typeof target.adapter.chatRequest>;
+    try {
+      outgoing = target.adapter.chatRequest(call.body, ctx);
+    } catch (err) {
+      throw notSent(target, err);
+    }
     const pool = settings.pools.get(target.baseUrl);
     // What both ways of calling send: non-streamed answers are collected whole, streams keep request()'s body stream.
     const sent = {
@@ -149,7 +155,7 @@ function attemptOnce(settings: UpstreamSettings) {
           ...sent,
           maxBytes: settings.maxResponseBytes,
           errorBytes: ERROR_BODY_LIMIT,
-          tooLarge: () => tooLarge(settings.maxResponseBytes),
+          tooLarge: () => upstreamResponseTooLarge(settings.maxResponseBytes),
         });
       } catch (err) {
         throw transportError(target, err, call.signal);
@@ -157,7 +163,12 @@ function attemptOnce(settings: UpstreamSettings) {
         call.upstreamMs += performance.now() - sentAt;
       }
       if (answer.statusCode < 200 || answer.statusCode >= 300) throw target.adapter.upstreamError(answer.statusCode, answer.body, answer.headers);
-      const result = target.adapter.chatResponse(answer.statusCode, answer.body, ctx);
+      let result: ReturnType<typeof target.adapter.chatResponse>;
+      try {
+        result = target.adapter.chatResponse(answer.statusCode, answer.body, ctx);
+      } catch (err) {
+        throw err instanceof HttpProblem ? err : localBug(err); // the adapter's own errors say what the answer was
+      }
       settle(call, target, result.usage, result.model);
       call.result = result.body;
       if (call.tenant.storeBodies) call.storedResponse = result.body;
@@ -218,16 +229,31 @@ function readBody(body: Readable, limit: number): Promise<Buffer> {
   });
 }
 
-const tooLarge = (limit: number) =>
-  new HttpProblem(502, 'upstream_response_too_large', `The provider's answer is larger than ${limit} bytes.`, { type: 'api_error' });
+/**
+ * Building the upstream request failed: nothing was sent. The adapter's own
+ * refusals (HttpProblem: a field the provider cannot take) stand as they
+ * are; a RangeError is the request's size or depth beyond what the
+ * translation can hold; anything else is our bug.
+ */
+function notSent(target: CallTarget, err: unknown): HttpProblem {
+  if (err instanceof HttpProblem) return err;
+  if (err instanceof RangeError) return requestNotTranslatable(target.provider.name, err);
+  return localBug(err);
+}
 
 const TIMEOUTS = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
 
-/** What a failed connection or read is answered with. The client's own disconnect is 499, as nginx logs it. */
+/**
+ * What a failed connection or read is answered with. The client's own
+ * disconnect is 499, as nginx logs it. The HTTP client refusing its
+ * arguments (a header value it cannot write) happens before any connection:
+ * a LocalFailure, not the upstream's.
+ */
 export function transportError(target: CallTarget, err: unknown, signal: AbortSignal): HttpProblem {
   if (err instanceof HttpProblem) return err;
   if (signal.aborted) return new HttpProblem(499, 'client_closed_request', 'The client closed the connection.', { cause: err });
   const code = (err as { code?: unknown } | null)?.code;
+  if (code === 'UND_ERR_INVALID_ARG') return requestNotSendable(target.provider.name, err);
   // A base_url whose host now resolves to a forbidden address is "could not be reached", as an unresolvable one is: two answers would be an oracle for internal names.
   if (typeof code === 'string' && TIMEOUTS.has(code)) return upstreamTimeout(target.provider.name, err);
   if (err instanceof SyntaxError) return upstreamInvalid(target.provider.name, err);
