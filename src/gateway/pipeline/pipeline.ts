@@ -71,7 +71,7 @@ export function buildPipeline(deps: PipelineDeps): (call: Call) => Promise<void>
     clock: deps.clock,
     onEvent: deps.metrics.circuitEvent,
   });
-  const route = routingStages({ adapters: deps.adapters, config: routing, sticky: stickyRoutes(deps.redis, deps.clock), log: deps.log });
+  const route = routingStages({ adapters: deps.adapters, config: routing, sticky: stickyRoutes(deps.redis, deps.clock, { sessions: routing.stickySessions, perTenant: routing.stickySessionsPerTenant }), log: deps.log });
   const budgets = budgetStages({ ledger: deps.budgets, clock: deps.clock, defaultOutputTokens: deps.config.budgets.defaultOutputTokens, registry: deps.registry });
   return compose([
     usageStage(deps.usage, deps.metrics),
