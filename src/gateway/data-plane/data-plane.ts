@@ -5,6 +5,7 @@ import type { buildConnector } from 'undici';
 import type { Clock } from '../../platform/clock.ts';
 import { createBudgetLedger } from '../budgets/create-ledger.ts';
 import type { BudgetLedger } from '../budgets/ledger.ts';
+import { MemoryAnswerStore } from '../cache/memory-store.ts';
 import { ResponseCache } from '../cache/response-cache.ts';
 import type { GatewayConfig } from '../config.ts';
 import { type InvalidationBus, invalidationBus } from '../invalidation.ts';
@@ -34,6 +35,8 @@ export interface DataPlane {
   shares: UpstreamShares;
   /** Each tenant's calls in progress, within GATEWAY_TENANT_CONCURRENCY. */
   concurrency: TenantConcurrency;
+  /** The in-process answer store (without REDIS_URL), each tenant within GATEWAY_CACHE_TENANT_SHARE_PERCENT of it. */
+  cacheStore: MemoryAnswerStore | undefined;
   /** After the HTTP server has drained: writes the queued usage records, closes pools and the bus. */
   close(): Promise<void>;
 }
@@ -118,6 +121,7 @@ export function createDataPlane(options: {
     pools,
     shares,
     concurrency,
+    cacheStore: cache.store instanceof MemoryAnswerStore ? cache.store : undefined,
     async close() {
       await usage.close();
       await pools.close();

@@ -40,4 +40,30 @@ describe('shares of the tables tenants share', () => {
     assert.match((await ask(a, HARD, 'a-conversation-19')).response.headers.get('x-gateway-route-reason')!, /session tier raised from 1$/);
     assert.doesNotMatch((await ask(a, HARD, 'a-conversation-0')).response.headers.get('x-gateway-route-reason')!, /raised from/);
   });
+
+  test("memory cache: one tenant filling the cache does not evict another tenant's entry", async (t) => {
+    // 64 KiB of cache, a quarter of it each tenant's; A's answers are about 2 KiB each, a hundred of them three times the ring.
+    const gw = await startLiveGateway('sqlite', {
+      GATEWAY_CACHE_ENABLED: 'true',
+      GATEWAY_CACHE_MAX_BYTES: String(64 * 1024),
+      GATEWAY_CACHE_MAX_ENTRY_BYTES: String(8 * 1024),
+      GATEWAY_CACHE_TENANT_SHARE_PERCENT: '25',
+    });
+    t.after(() => gw.close());
+    const a = await gw.tenant({ providers: ['openai'] });
+    const b = await gw.tenant({ providers: ['openai'] });
+    gw.fake.setBehaviourFor({ apiKey: a.providerKeys['openai']! }, { text: 'filler '.repeat(250) });
+    const ask = (tenant: typeof a, content: string) =>
+      tenant.openai.chat.completions.create({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content }], temperature: 0 }).withResponse();
+
+    assert.equal((await ask(b, 'what B asked')).response.headers.get('x-gateway-cache'), 'miss');
+    for (let i = 0; i < 100; i++) assert.equal((await ask(a, `A's question ${i}`)).response.headers.get('x-gateway-cache'), 'miss');
+    const store = gw.service.dataPlane.cacheStore;
+    assert.ok(store !== undefined && store.tenantBytes(a.tenantId) <= 16 * 1024, 'A holds at most its quarter');
+
+    const again = await ask(b, 'what B asked');
+    assert.equal(again.response.headers.get('x-gateway-cache'), 'hit', "B's answer is still in the cache");
+    assert.equal((await ask(a, "A's question 99")).response.headers.get('x-gateway-cache'), 'hit', "A's newest answers are kept");
+    assert.equal((await ask(a, "A's question 0")).response.headers.get('x-gateway-cache'), 'miss', "A's oldest made room");
+  });
 });
