@@ -63,10 +63,14 @@ export interface GatewayConfig extends SharedSettings {
     idleTimeoutMs: number;
     /** Keep-alive connections per upstream origin. */
     connections: number;
+    /** GATEWAY_UPSTREAM_CONNECTIONS_PER_TENANT: a tenant's calls in flight to one origin (at most `connections`); past it, its calls wait in its own queue. */
+    connectionsPerTenant: number;
     /** Largest non-streamed answer read (GATEWAY_UPSTREAM_MAX_RESPONSE_BYTES); past it, 502 upstream_response_too_large. */
     maxResponseBytes: number;
   };
   allowPrivateUpstreams: PrivateUpstreams;
+  /** GATEWAY_TENANT_CONCURRENCY: a tenant's calls in progress on one replica; past it, 429 concurrency_limited at once. */
+  tenantConcurrency: number;
   /** Retries, fallbacks, circuit breakers and sticky routes (docs/gateway-routing.md). */
   routing: RoutingConfig;
   /** Anthropic requires max_tokens; sent when the client gave neither max_tokens nor max_completion_tokens. */
@@ -85,6 +89,8 @@ export interface GatewayConfig extends SharedSettings {
     ttlSeconds: number;
     /** The in-process LRU's bound (entries are counted by their stored size). */
     maxBytes: number;
+    /** GATEWAY_CACHE_TENANT_SHARE_PERCENT: the most of maxBytes one tenant's entries may hold (in-process store). */
+    tenantSharePercent: number;
     /** A larger answer is served but not stored (both stores). */
     maxEntryBytes: number;
     /** With Redis: how long a leader's lock lives without renewal; followers on other replicas give up on a leader silent this long. */
@@ -124,6 +130,10 @@ export interface RoutingConfig {
   breakerSharedWindowMs: number;
   /** How long a session keeps its routed model after its last call (a tenant may set its own). */
   stickyTtlMs: number;
+  /** GATEWAY_STICKY_SESSIONS: sessions remembered per replica without Redis (the least recently used go first). */
+  stickySessions: number;
+  /** GATEWAY_STICKY_SESSIONS_PER_TENANT: the most of them one tenant may hold (past it, its own oldest go). */
+  stickySessionsPerTenant: number;
 }
 
 const MINUTE = 60_000;
@@ -161,6 +171,9 @@ export function loadGatewayConfig(env: Record<string, string | undefined> = proc
   const trustProxy = parseTrustProxy('GATEWAY_TRUST_PROXY', r.string('GATEWAY_TRUST_PROXY'));
   if ('problem' in trustProxy) r.problems.push(trustProxy.problem);
   const allowPrivateUpstreams = parsePrivateUpstreams(r.string('GATEWAY_ALLOW_PRIVATE_UPSTREAMS'), r.problems);
+  // A share's default is never more than the whole it is a share of (an operator lowering the whole need not lower it too).
+  const connections = r.int('GATEWAY_UPSTREAM_CONNECTIONS', 128, 1, 10_000);
+  const stickySessions = r.int('GATEWAY_STICKY_SESSIONS', 100_000, 1, 10_000_000);
   const compactDefault = parseCompactMode(r.string('GATEWAY_COMPACT_DEFAULT') ?? 'off');
   if (!compactDefault) r.problems.push(`GATEWAY_COMPACT_DEFAULT must be ${COMPACT_MODE_TEXT}`);
 
@@ -198,10 +211,12 @@ export function loadGatewayConfig(env: Record<string, string | undefined> = proc
       connectTimeoutMs: r.int('GATEWAY_UPSTREAM_CONNECT_TIMEOUT_MS', 10_000, 100, 600_000),
       firstByteTimeoutMs: r.int('GATEWAY_UPSTREAM_FIRST_BYTE_TIMEOUT_MS', 300_000, 100, 3_600_000),
       idleTimeoutMs: r.int('GATEWAY_UPSTREAM_IDLE_TIMEOUT_MS', 120_000, 100, 3_600_000),
-      connections: r.int('GATEWAY_UPSTREAM_CONNECTIONS', 128, 1, 10_000),
+      connections,
+      connectionsPerTenant: r.int('GATEWAY_UPSTREAM_CONNECTIONS_PER_TENANT', Math.min(32, connections), 1, 10_000),
       maxResponseBytes: r.int('GATEWAY_UPSTREAM_MAX_RESPONSE_BYTES', 16 * 1024 * 1024, 64 * 1024, 512 * 1024 * 1024),
     },
     allowPrivateUpstreams,
+    tenantConcurrency: r.int('GATEWAY_TENANT_CONCURRENCY', 64, 1, 100_000),
     routing: {
       retries: r.int('GATEWAY_RETRIES', 2, 0, 10),
       retryBaseDelayMs: r.int('GATEWAY_RETRY_BASE_DELAY_MS', 250, 0, 60_000),
@@ -212,6 +227,8 @@ export function loadGatewayConfig(env: Record<string, string | undefined> = proc
       breakerSharedTenants: r.int('GATEWAY_BREAKER_SHARED_TENANTS', 3, 1, 100),
       breakerSharedWindowMs: r.int('GATEWAY_BREAKER_SHARED_WINDOW_MS', 60_000, 100, 3_600_000),
       stickyTtlMs: r.int('GATEWAY_STICKY_TTL_SECONDS', 3600, 60, 7 * 86_400) * 1000,
+      stickySessions,
+      stickySessionsPerTenant: r.int('GATEWAY_STICKY_SESSIONS_PER_TENANT', Math.min(25_000, stickySessions), 1, 10_000_000),
     },
     anthropicDefaultMaxTokens: r.int('GATEWAY_ANTHROPIC_DEFAULT_MAX_TOKENS', 4096, 1, 1_000_000),
     usage: {
@@ -233,13 +250,30 @@ export function loadGatewayConfig(env: Record<string, string | undefined> = proc
       enabled: r.string('GATEWAY_CACHE_ENABLED') === undefined || r.bool('GATEWAY_CACHE_ENABLED'),
       ttlSeconds: r.int('GATEWAY_CACHE_TTL_SECONDS', 3600, 1, 30 * 86_400),
       maxBytes: r.int('GATEWAY_CACHE_MAX_BYTES', 64 * 1024 * 1024, 0, 64 * 1024 * 1024 * 1024),
+      tenantSharePercent: r.int('GATEWAY_CACHE_TENANT_SHARE_PERCENT', 25, 1, 100),
       maxEntryBytes: r.int('GATEWAY_CACHE_MAX_ENTRY_BYTES', 1024 * 1024, 1024, 512 * 1024 * 1024),
       dedupLeaseMs: r.int('GATEWAY_CACHE_DEDUP_LEASE_MS', 10_000, 300, 600_000),
     },
   };
+  checkShares(config, r.problems);
   r.throwIfProblems();
   if (!encryptionKeyText) config.encryptionKey = parseKey(devSecret(dataDir, 'GATEWAY_ENCRYPTION_KEY'))!;
   return config;
+}
+
+/** A tenant's share of something shared cannot be more than the whole of it (each is read on its own above). */
+function checkShares(config: GatewayConfig, problems: string[]): void {
+  const { upstream, routing } = config;
+  if (upstream.connectionsPerTenant > upstream.connections) {
+    problems.push(
+      `GATEWAY_UPSTREAM_CONNECTIONS_PER_TENANT (${upstream.connectionsPerTenant}) must be at most GATEWAY_UPSTREAM_CONNECTIONS (${upstream.connections}), the pool it is a share of`,
+    );
+  }
+  if (routing.stickySessionsPerTenant > routing.stickySessions) {
+    problems.push(
+      `GATEWAY_STICKY_SESSIONS_PER_TENANT (${routing.stickySessionsPerTenant}) must be at most GATEWAY_STICKY_SESSIONS (${routing.stickySessions}), the table it is a share of`,
+    );
+  }
 }
 
 const ACCOUNTS_VARIABLES = ['GATEWAY_ACCOUNTS_URL', 'GATEWAY_ACCOUNTS_CLIENT_ID', 'GATEWAY_ACCOUNTS_CLIENT_SECRET'] as const;

@@ -60,3 +60,25 @@ export const upstreamInvalid = (provider: string, cause?: unknown) =>
     type: 'api_error',
     cause,
   });
+
+/** GATEWAY_TENANT_CONCURRENCY reached (pipeline/stages/concurrency.ts): refused at once, before any work. */
+export const concurrencyLimited = (limit: number) =>
+  new HttpProblem(
+    429,
+    'concurrency_limited',
+    `Too many calls in progress: this workspace may have ${limit} calls in progress at once on one gateway replica. Wait for one to finish, then retry.`,
+    { type: 'requests', headers: { 'retry-after': '1' } },
+  );
+
+/**
+ * GATEWAY_UPSTREAM_CONNECTIONS_PER_TENANT: the tenant's own calls held every
+ * connection of its share to this provider origin for as long as a call
+ * may wait for the provider's first byte (data-plane/upstream-shares.ts).
+ */
+export const upstreamConcurrencyLimited = (provider: string, perTenant: number) =>
+  new HttpProblem(
+    429,
+    'upstream_concurrency_limited',
+    `This workspace's ${perTenant} connections to the ${provider} API stayed busy with its other calls for as long as a call may wait; retry when some of them have finished.`,
+    { type: 'requests', headers: { 'retry-after': '1' } },
+  );

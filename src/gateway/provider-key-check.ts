@@ -50,7 +50,7 @@ export async function checkProviderKey(
   const failed = (problem: HttpProblem): KeyCheck => ({ ok: false, provider: provider.id, status: problem.status, code: problem.code, message: problem.message, ms: elapsed() });
   const signal = AbortSignal.timeout(KEY_CHECK_TIMEOUT_MS);
   try {
-    const response = await deps.upstream.get(baseUrl).request({
+    const response = await deps.upstream.get(baseUrl, tenantId).request({
       method: 'GET',
       path: probe.path,
       headers: { ...probe.headers, accept: 'application/json' },

@@ -37,6 +37,8 @@ export interface LiveTenant {
   apiKey: string;
   apiKeyId: string;
   session: string;
+  /** The provider keys stored for it, by provider (fake.setBehaviourFor({apiKey}) makes only this tenant's upstream behave differently). */
+  providerKeys: Record<string, string>;
   /** The official OpenAI SDK pointed at the gateway, no retries. */
   openai: OpenAI;
 }
@@ -94,14 +96,17 @@ export async function startLiveGateway(kind: DbKind, env: Record<string, string>
     replicas: [],
     api,
     async tenant(options = {}) {
-      const email = `live${process.pid}.${++counter}@example.com`;
+      const n = ++counter;
+      const email = `live${process.pid}.${n}@example.com`;
       const signup = await api('/api/v1/signup', { body: { name: 'Live', email } });
       if (signup.status !== 201) throw new Error(`signup: ${signup.status} ${JSON.stringify(signup.body)}`);
       const session = signup.body.session_token as string;
+      const providerKeys: Record<string, string> = {};
       for (const provider of options.providers ?? ['openai', 'anthropic']) {
+        providerKeys[provider] = `${provider}-secret-key-${n}-XYZW`;
         const stored = await api('/api/v1/tenant/provider-keys', {
           token: session,
-          body: { provider, key: `${provider}-secret-key-${counter}-XYZW`, base_url: `${fake.url}/v1` },
+          body: { provider, key: providerKeys[provider], base_url: `${fake.url}/v1` },
         });
         if (stored.status !== 201) throw new Error(`provider key: ${stored.status} ${JSON.stringify(stored.body)}`);
       }
@@ -110,6 +115,7 @@ export async function startLiveGateway(kind: DbKind, env: Record<string, string>
         apiKey: signup.body.api_key,
         apiKeyId: signup.body.api_key_id,
         session,
+        providerKeys,
         openai: new OpenAI({ baseURL: `${url}/v1`, apiKey: signup.body.api_key, maxRetries: 0 }),
       };
     },

@@ -42,7 +42,7 @@ export class ResponseCache {
     this.#log = deps.log;
     this.store = deps.redis
       ? new RedisAnswerStore({ redis: deps.redis, maxEntryBytes: config.maxEntryBytes })
-      : new MemoryAnswerStore({ clock: deps.clock, maxBytes: config.maxBytes, maxEntryBytes: config.maxEntryBytes });
+      : new MemoryAnswerStore({ clock: deps.clock, maxBytes: config.maxBytes, maxEntryBytes: config.maxEntryBytes, tenantSharePercent: config.tenantSharePercent });
     this.#remote = deps.redis ? new RemoteFlights({ redis: deps.redis, leaseMs: config.dedupLeaseMs, log: deps.log }) : undefined;
     this.flights = new InFlight({
       remote: this.#remote,

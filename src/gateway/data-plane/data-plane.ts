@@ -5,6 +5,7 @@ import type { buildConnector } from 'undici';
 import type { Clock } from '../../platform/clock.ts';
 import { createBudgetLedger } from '../budgets/create-ledger.ts';
 import type { BudgetLedger } from '../budgets/ledger.ts';
+import { MemoryAnswerStore } from '../cache/memory-store.ts';
 import { ResponseCache } from '../cache/response-cache.ts';
 import type { GatewayConfig } from '../config.ts';
 import { type InvalidationBus, invalidationBus } from '../invalidation.ts';
@@ -16,7 +17,9 @@ import type { DataPlaneRouteDeps } from '../routes/data-plane.ts';
 import type { GatewayDb } from '../schema.ts';
 import { apiKeyStore } from './api-key-auth.ts';
 import { tenantContexts } from './tenant-context.ts';
+import { TenantConcurrency } from '../pipeline/stages/concurrency.ts';
 import { UpstreamPools } from './upstream-pools.ts';
+import { UpstreamShares } from './upstream-shares.ts';
 import { UsageJournal } from './usage-journal.ts';
 import { UsageWriter } from './usage-writer.ts';
 
@@ -28,6 +31,12 @@ export interface DataPlane {
   budgets: BudgetLedger;
   /** The upstream pools (SSRF-safe connector): the console's provider-key test calls through them too. */
   pools: UpstreamPools;
+  /** Each tenant's calls in flight per origin, within GATEWAY_UPSTREAM_CONNECTIONS_PER_TENANT. */
+  shares: UpstreamShares;
+  /** Each tenant's calls in progress, within GATEWAY_TENANT_CONCURRENCY. */
+  concurrency: TenantConcurrency;
+  /** The in-process answer store (without REDIS_URL), each tenant within GATEWAY_CACHE_TENANT_SHARE_PERCENT of it. */
+  cacheStore: MemoryAnswerStore | undefined;
   /** After the HTTP server has drained: writes the queued usage records, closes pools and the bus. */
   close(): Promise<void>;
 }
@@ -64,14 +73,18 @@ export function createDataPlane(options: {
     connections: config.upstream.connections,
     connector: options.connector,
   });
+  const shares = new UpstreamShares(config.upstream.connectionsPerTenant);
+  const concurrency = new TenantConcurrency(config.tenantConcurrency);
   const budgets = createBudgetLedger({ db, redis: options.redis, clock, log, reservationTtlMs: config.budgets.reservationTtlMs });
   const cache = new ResponseCache({ config, clock, log, redis: options.redis });
   const run = buildPipeline({
     usage,
     metrics,
     adapters: buildAdapters(PROVIDERS, { anthropicDefaultMaxTokens: config.anthropicDefaultMaxTokens }),
+    concurrency,
     upstream: {
       pools,
+      shares,
       firstByteTimeoutMs: config.upstream.firstByteTimeoutMs,
       idleTimeoutMs: config.upstream.idleTimeoutMs,
       maxResponseBytes: config.upstream.maxResponseBytes,
@@ -106,6 +119,9 @@ export function createDataPlane(options: {
     usage,
     budgets,
     pools,
+    shares,
+    concurrency,
+    cacheStore: cache.store instanceof MemoryAnswerStore ? cache.store : undefined,
     async close() {
       await usage.close();
       await pools.close();

@@ -14,6 +14,7 @@ import { type Call, compose } from './call.ts';
 import { budgetStages } from './stages/budgets.ts';
 import { cacheStage } from './stages/cache.ts';
 import { compactionStage } from './stages/compaction.ts';
+import type { TenantConcurrency } from './stages/concurrency.ts';
 import { dedupStage } from './stages/dedup.ts';
 import { promptCacheStage } from './stages/prompt-cache.ts';
 import { routingStages } from './stages/routing.ts';
@@ -37,6 +38,8 @@ export interface PipelineDeps {
   budgets: BudgetLedger;
   /** The response cache and in-flight dedup (their stages share it). */
   cache: ResponseCache;
+  /** Each tenant's calls in progress on this replica, capped. */
+  concurrency: TenantConcurrency;
 }
 
 /**
@@ -44,6 +47,8 @@ export interface PipelineDeps {
  * cheapest refusals come first, before any stage whose work grows with the
  * request (compaction, routing's classifier and token counts):
  * 1. usage: records every call, failed ones included, and its metrics;
+ * 1a. concurrency: the tenant's calls in progress on this replica capped
+ *    (GATEWAY_TENANT_CONCURRENCY), counted until each has finished;
  * 2. model check: a model the tenant cannot call refused (no key for its
  *    provider, unknown, `auto` with nothing to route to);
  * 3. requests per minute: the key's and tenant's rate checked and counted;
@@ -69,10 +74,11 @@ export function buildPipeline(deps: PipelineDeps): (call: Call) => Promise<void>
     onEvent: deps.metrics.circuitEvent,
   });
   deps.metrics.watchCircuits(breakers);
-  const route = routingStages({ adapters: deps.adapters, config: routing, sticky: stickyRoutes(deps.redis, deps.clock), log: deps.log });
+  const route = routingStages({ adapters: deps.adapters, config: routing, sticky: stickyRoutes(deps.redis, deps.clock, { sessions: routing.stickySessions, perTenant: routing.stickySessionsPerTenant }), log: deps.log });
   const budgets = budgetStages({ ledger: deps.budgets, clock: deps.clock, defaultOutputTokens: deps.config.budgets.defaultOutputTokens, registry: deps.registry });
   return compose([
     usageStage(deps.usage, deps.metrics),
+    deps.concurrency.stage(),
     route.check,
     budgets.requests,
     compactionStage(deps.config.compactDefault),

@@ -316,6 +316,94 @@ describe('in-memory store', () => {
   });
 });
 
+describe('in-memory store: a share per tenant (GATEWAY_CACHE_TENANT_SHARE_PERCENT)', () => {
+  const answer = (text: string): CachedAnswer => ({ v: 1, provider: 'openai', model: 'm', createdAt: 0, usage: undefined, costUsd: 0, completion: text });
+
+  test("one tenant storing far more than the ring holds forgets its own oldest entries, never another tenant's", async () => {
+    const capacity = 64 * 1024;
+    const store = new MemoryAnswerStore({ clock: new ManualClock(), maxBytes: capacity, maxEntryBytes: capacity, tenantSharePercent: 25 });
+    store.set('b', 'b1', answer('kept'.repeat(200)), 60_000);
+    store.set('b', 'b2', answer('also kept'.repeat(100)), 60_000);
+    for (let i = 0; i < 2000; i++) {
+      store.set('a', `a${i}`, answer('y'.repeat(500 + ((i * 7919) % 1500))), 60_000);
+      if (i % 5 === 0) store.get('a', `a${i - 1}`);
+      assert.ok(store.tenantBytes('a') <= capacity / 4, `A holds ${store.tenantBytes('a')} bytes after ${i + 1} stores`);
+    }
+    assert.equal(store.get('b', 'b1')?.completion, 'kept'.repeat(200), "B's entries outlive A's churn");
+    assert.equal(store.get('b', 'b2')?.completion, 'also kept'.repeat(100));
+    assert.ok(store.get('a', 'a1999'), "A's newest entry is kept");
+    assert.equal(store.get('a', 'a0'), undefined, "A's oldest went");
+    assert.ok(store.tenantBytes('a') > capacity / 8, 'A still uses most of its share');
+    assert.equal(store.bytes, store.tenantBytes('a') + store.tenantBytes('b'));
+  });
+
+  test('an entry larger than a tenant\'s share is not kept; a single tenant at 100 % has the whole ring', async () => {
+    const store = new MemoryAnswerStore({ clock: new ManualClock(), maxBytes: 8000, maxEntryBytes: 8000, tenantSharePercent: 25 });
+    store.set('a', 'big', answer('z'.repeat(3000)), 60_000);
+    assert.equal(store.get('a', 'big'), undefined);
+    const whole = new MemoryAnswerStore({ clock: new ManualClock(), maxBytes: 8000, maxEntryBytes: 8000, tenantSharePercent: 100 });
+    whole.set('a', 'big', answer('z'.repeat(3000)), 60_000);
+    whole.set('a', 'big2', answer('z'.repeat(3000)), 60_000);
+    assert.ok(whole.get('a', 'big') && whole.get('a', 'big2'));
+  });
+
+  test('whatever several tenants store and read, none holds more than its share, reads answer the last answer kept or nothing, and the counts add up (property)', async () => {
+    const op = fc.oneof(
+      fc.record({
+        kind: fc.constant('set' as const),
+        tenant: fc.integer({ min: 0, max: 3 }),
+        key: fc.integer({ min: 0, max: 15 }),
+        body: fc.string({ maxLength: 400 }),
+        ttl: fc.integer({ min: 1, max: 50 }),
+      }),
+      fc.record({ kind: fc.constant('get' as const), tenant: fc.integer({ min: 0, max: 3 }), key: fc.integer({ min: 0, max: 15 }) }),
+      fc.record({ kind: fc.constant('tick' as const), ms: fc.integer({ min: 1, max: 20 }) }),
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 500, max: 6000 }), fc.integer({ min: 1, max: 100 }), fc.array(op, { maxLength: 150 }), async (capacity, percent, ops) => {
+        const clock = new ManualClock();
+        const store = new MemoryAnswerStore({ clock, maxBytes: capacity, maxEntryBytes: capacity, tenantSharePercent: percent });
+        const share = Math.floor((capacity * percent) / 100);
+        const last = new Map<string, { answer: CachedAnswer; expiresAt: number }>();
+        let serial = 0;
+        for (const o of ops) {
+          if (o.kind === 'tick') {
+            clock.advance(o.ms);
+            continue;
+          }
+          const tenant = `t${o.tenant}`;
+          // Cache keys are the tenant's own (cache-key.ts puts the tenant in each).
+          const key = `${tenant}:key-${o.key}`;
+          if (o.kind === 'set') {
+            const a: CachedAnswer = { v: 1, provider: 'p', model: `m${serial++}`, createdAt: clock.now(), usage: undefined, costUsd: undefined, completion: o.body };
+            const before = store.tenantBytes(tenant);
+            store.set(tenant, key, a, o.ttl);
+            if (store.tenantBytes(tenant) !== before || store.get(tenant, key) !== undefined) {
+              last.set(key, { answer: a, expiresAt: clock.now() + o.ttl });
+              assert.deepEqual(store.get(tenant, key), a, 'the newest entry is kept when it fits in the share');
+            }
+          } else {
+            const got = store.get(tenant, key);
+            const expected = last.get(key);
+            if (got !== undefined) {
+              assert.ok(expected && expected.expiresAt > clock.now(), 'never an expired answer');
+              assert.deepEqual(got, expected.answer);
+            }
+          }
+          let sum = 0;
+          for (let t = 0; t < 4; t++) {
+            assert.ok(store.tenantBytes(`t${t}`) <= share, `t${t} holds ${store.tenantBytes(`t${t}`)} of a share of ${share}`);
+            sum += store.tenantBytes(`t${t}`);
+          }
+          assert.equal(sum, store.bytes);
+          assert.ok(store.bytes <= capacity);
+        }
+      }),
+      { numRuns: 300, seed: 20260311 },
+    );
+  });
+});
+
 test('the cache is on by default and configurable from the environment', () => {
   const env = { DATA_DIR: '/tmp', GATEWAY_ENCRYPTION_KEY: 'b'.repeat(64) };
   const on = loadGatewayConfig(env).cache;

@@ -11,7 +11,8 @@ describe('in-flight dedup', () => {
   let t: LiveTenant;
   before(async () => {
     // Failures reach the client as they are (retries and fallbacks have their own suite: fallback.test.ts).
-    gw = await startLiveGateway('sqlite', { GATEWAY_CACHE_ENABLED: 'true', GATEWAY_RETRIES: '0', GATEWAY_DEFAULT_FALLBACKS: '0' });
+    // 100 calls at once from one tenant: past GATEWAY_TENANT_CONCURRENCY's default of 64, raised here so that all 100 join one flight.
+    gw = await startLiveGateway('sqlite', { GATEWAY_CACHE_ENABLED: 'true', GATEWAY_RETRIES: '0', GATEWAY_DEFAULT_FALLBACKS: '0', GATEWAY_TENANT_CONCURRENCY: '200' });
   });
   after(() => gw.close());
   const fresh = async () => {

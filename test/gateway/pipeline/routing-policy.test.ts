@@ -12,7 +12,10 @@ import { PromptFit } from '../../../src/gateway/routing/prompt-fit.ts';
 import { promptShape } from '../../../src/gateway/routing/prompt-shape.ts';
 import { planAfterFailure, retryDelayMs } from '../../../src/gateway/routing/retry.ts';
 import type { RoutingSettings } from '../../../src/gateway/settings/routing.ts';
-import { MAX_SESSIONS, stickyRoutes } from '../../../src/gateway/routing/sticky-routes.ts';
+import { stickyRoutes } from '../../../src/gateway/routing/sticky-routes.ts';
+
+/** GATEWAY_STICKY_SESSIONS and GATEWAY_STICKY_SESSIONS_PER_TENANT's defaults. */
+const BOUNDS = { sessions: 100_000, perTenant: 25_000 };
 
 const both = new Set(['openai', 'anthropic']);
 const fitOf = (body: Partial<ChatRequest>) => {
@@ -195,10 +198,10 @@ describe('retries and the circuit breaker (pure)', () => {
 
   test('sticky routes in memory: the tier never falls, entries expire', async () => {
     const clock = new ManualClock();
-    const sticky = stickyRoutes(undefined, clock);
-    assert.deepEqual(await sticky.raise('s', { model: 'openai/gpt-5-mini', tier: 2 }, 1000), { model: 'openai/gpt-5-mini', tier: 2 });
-    assert.deepEqual(await sticky.raise('s', { model: 'openai/gpt-5-nano', tier: 1 }, 1000), { model: 'openai/gpt-5-mini', tier: 2 });
-    assert.deepEqual(await sticky.raise('s', { model: 'openai/o4-mini', tier: 3 }, 1000), { model: 'openai/o4-mini', tier: 3 });
+    const sticky = stickyRoutes(undefined, clock, BOUNDS);
+    assert.deepEqual(await sticky.raise('t', 's', { model: 'openai/gpt-5-mini', tier: 2 }, 1000), { model: 'openai/gpt-5-mini', tier: 2 });
+    assert.deepEqual(await sticky.raise('t', 's', { model: 'openai/gpt-5-nano', tier: 1 }, 1000), { model: 'openai/gpt-5-mini', tier: 2 });
+    assert.deepEqual(await sticky.raise('t', 's', { model: 'openai/o4-mini', tier: 3 }, 1000), { model: 'openai/o4-mini', tier: 3 });
     clock.advance(999);
     assert.equal((await sticky.get('s', 1000))?.tier, 3, 'a read renews it');
     clock.advance(1001);
@@ -207,16 +210,32 @@ describe('retries and the circuit breaker (pure)', () => {
 
   test('sticky routes in memory: past the bound, the session used longest ago is forgotten, not one in use', async () => {
     const clock = new ManualClock();
-    const sticky = stickyRoutes(undefined, clock);
+    const sticky = stickyRoutes(undefined, clock, BOUNDS);
     const route = { model: 'openai/gpt-5-mini', tier: 2 as const };
     const hour = 3_600_000;
-    for (let i = 0; i < MAX_SESSIONS; i++) await sticky.raise(`s${i}`, route, hour);
+    // Four tenants with a full share each fill the table.
+    for (let i = 0; i < BOUNDS.sessions; i++) await sticky.raise(`t${i % 4}`, `s${i}`, route, hour);
     clock.advance(60_000);
     // s0 was stored first, but is read now: s1 is the one used longest ago.
     assert.ok(sticky.get('s0', hour));
-    await sticky.raise('new', route, hour);
+    await sticky.raise('t9', 'new', route, hour);
     assert.ok(sticky.get('s0', hour), 'the session read a minute ago is kept');
     assert.equal(sticky.get('s1', hour), undefined, 'the session used longest ago is forgotten');
     assert.ok(sticky.get('new', hour));
+  });
+
+  test("sticky routes in memory: a tenant holding its share replaces its own session used longest ago, never another tenant's", async () => {
+    const clock = new ManualClock();
+    const sticky = stickyRoutes(undefined, clock, { sessions: 10, perTenant: 3 });
+    const route = { model: 'openai/gpt-5-mini', tier: 2 as const };
+    const hour = 3_600_000;
+    await sticky.raise('b', 'b-session', route, hour);
+    for (let i = 0; i < 1000; i++) await sticky.raise('a', `a${i}`, route, hour);
+    assert.ok(sticky.get('b-session', hour), "B's session outlives A's thousand");
+    assert.deepEqual(
+      [0, 996, 997, 998, 999].map((i) => sticky.get(`a${i}`, hour) !== undefined),
+      [false, false, true, true, true],
+      "A keeps its three newest sessions",
+    );
   });
 });

@@ -103,7 +103,7 @@ export function routingStages(deps: RoutingStageDeps): { check: Stage; route: St
       call.routeReason = choice.reason;
       if (key !== undefined && (held?.model !== choice.chosen.ref || held.tier !== choice.tier)) {
         // Another replica may have raised the session meanwhile: what the session holds wins.
-        const stored = await safely(deps.log, () => deps.sticky.raise(key, { model: choice.chosen.ref, tier: choice.tier }, ttlMs));
+        const stored = await safely(deps.log, () => deps.sticky.raise(call.tenant.tenantId, key, { model: choice.chosen.ref, tier: choice.tier }, ttlMs));
         const other = stored && stored.model !== choice.chosen.ref ? policy.resolve(stored.model) : undefined;
         if (other && fit.accepts(other.provider, other.entry) && fit.fits(other.entry)) {
           chosen = other;

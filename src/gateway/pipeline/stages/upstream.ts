@@ -7,8 +7,9 @@ import { costUsd } from '../../catalog/cost.ts';
 import type { RoutingConfig } from '../../config.ts';
 import { type Collected, collectResponse } from '../../data-plane/collect-response.ts';
 import type { UpstreamPools } from '../../data-plane/upstream-pools.ts';
-import { upstreamInvalid, upstreamTimeout, upstreamUnreachable } from '../../openai-errors.ts';
-import type { CallContext, TokenUsage } from '../../providers/types.ts';
+import { UpstreamShares } from '../../data-plane/upstream-shares.ts';
+import { upstreamConcurrencyLimited, upstreamInvalid, upstreamTimeout, upstreamUnreachable } from '../../openai-errors.ts';
+import type { CallContext, TokenUsage, UpstreamRequest } from '../../providers/types.ts';
 import type { CircuitBreakers } from '../../routing/circuit-breaker.ts';
 import { localBug, requestNotSendable, requestNotTranslatable, upstreamResponseTooLarge } from '../../routing/local-failure.ts';
 import { planAfterFailure, retryDelayMs } from '../../routing/retry.ts';
@@ -17,6 +18,8 @@ import { relayStream } from './relay-stream.ts';
 
 export interface UpstreamSettings {
   pools: UpstreamPools;
+  /** Each tenant's share of an origin's connections: a call past it waits for its tenant's own calls, at most until its first-byte deadline. */
+  shares: UpstreamShares;
   /** Until the response headers arrive. */
   firstByteTimeoutMs: number;
   /** Longest silence between two body chunks. */
@@ -122,6 +125,7 @@ const circuitOpen = (provider: string, retryInMs: number) =>
 
 /** One call to one target: the request in the provider's wire format, the answer (or stream) back in OpenAI's. */
 function attemptOnce(settings: UpstreamSettings) {
+  const shares = settings.shares;
   return async function callTarget(call: Call, target: CallTarget): Promise<void> {
     const ctx: CallContext = {
       model: target.model,
@@ -131,13 +135,36 @@ function attemptOnce(settings: UpstreamSettings) {
       created: Math.floor(call.receivedAt / 1000),
       promptCache: call.promptCache,
     };
-    let outgoing: ReturnType<typeof target.adapter.chatRequest>;
+    let outgoing: UpstreamRequest;
     try {
       outgoing = target.adapter.chatRequest(call.body, ctx);
     } catch (err) {
       throw notSent(target, err);
     }
-    const pool = settings.pools.get(target.baseUrl);
+    // The tenant's share of the origin's connections, held until the answer or the stream has ended however it ends.
+    const tenantId = call.tenant.tenantId;
+    const share = UpstreamShares.key(tenantId, target.baseUrl.origin);
+    if (!shares.tryAcquire(share)) {
+      // Waiting on its own tenant's calls is upstream time, not the gateway's overhead. The deadline is the call's, not
+      // the attempt's: a retry or a fallback to the same origin does not wait again.
+      const waitedFrom = performance.now();
+      try {
+        await shares.wait(share, call.signal, call.startedAt + settings.firstByteTimeoutMs, () =>
+          upstreamConcurrencyLimited(target.provider.name, shares.perTenant),
+        );
+      } catch (err) {
+        throw transportError(target, err, call.signal);
+      } finally {
+        call.upstreamMs += performance.now() - waitedFrom;
+      }
+    }
+    try {
+      await send(call, target, ctx, outgoing, settings.pools.get(target.baseUrl, tenantId));
+    } finally {
+      shares.release(share);
+    }
+  };
+  async function send(call: Call, target: CallTarget, ctx: CallContext, outgoing: UpstreamRequest, pool: Dispatcher): Promise<void> {
     // What both ways of calling send: non-streamed answers are collected whole, streams keep request()'s body stream.
     const sent = {
       path: outgoing.path,
@@ -192,7 +219,7 @@ function attemptOnce(settings: UpstreamSettings) {
     const stream = target.adapter.chatStream(ctx, { includeUsage: call.includeUsage, cost: (usage) => costUsd(usage, target.entry) });
     await relayStream(call, body, stream, (err) => transportError(target, err, call.signal));
     settle(call, target, stream.usage, stream.model);
-  };
+  }
 }
 
 function settle(call: Call, target: CallTarget, usage: TokenUsage | undefined, model: string | undefined): void {
