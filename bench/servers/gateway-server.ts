@@ -15,11 +15,18 @@ import { announce, closeWhenTold } from './lifecycle.ts';
  * key whose base_url is UPSTREAM_URL/v1 (the fake provider, on loopback:
  * GATEWAY_ALLOW_PRIVATE_UPSTREAMS=127.0.0.1). Requests name
  * `openai/gpt-4o-mini`, a catalog model, so that every call is priced.
- * The tenant turns every pipeline stage on (below). Prints {"url","apiKey","model"} once listening.
+ * The tenant turns every pipeline stage on (below). One tenant is the
+ * whole load, so the per-tenant shares are those docs/operations.md gives
+ * a single-tenant deployment: the whole connection pool and cache, and
+ * calls in progress up to its peak (the dedup benchmark sends 100 at once).
+ * Prints {"url","apiKey","model"} once listening.
  */
 const dataDir = mkdtempSync(join(tmpdir(), 'gateway-bench-'));
 const config = loadGatewayConfig({
   LOG_LEVEL: 'warn',
+  GATEWAY_UPSTREAM_CONNECTIONS_PER_TENANT: '128',
+  GATEWAY_CACHE_TENANT_SHARE_PERCENT: '100',
+  GATEWAY_TENANT_CONCURRENCY: '256',
   ...process.env,
   DATA_DIR: dataDir,
   GATEWAY_HOST: '127.0.0.1',
