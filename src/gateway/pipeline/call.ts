@@ -141,6 +141,12 @@ export interface Call {
   /** Tokens the call did not pay for: a hit's or dedup's prompt and completion tokens, plus what compaction removed. */
   tokensSaved: number;
   saved: Savings;
+  /**
+   * What the provider's prompt cache saved on this call that the gateway does
+   * not claim (automatic caching, and reads at breakpoints the client placed),
+   * in USD: reported beside the gateway's saving, never inside it.
+   */
+  providerCacheSaved: number;
   usage: TokenUsage | undefined;
   /** USD; undefined when the model has no price in the catalog. */
   costUsd: number | undefined;

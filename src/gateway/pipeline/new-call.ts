@@ -90,6 +90,7 @@ export function newCall(
     compactionSavedTokens: 0,
     tokensSaved: 0,
     saved: { cache: 0, compaction: 0, routing: 0, promptCache: 0 },
+    providerCacheSaved: 0,
     ...unanswered(),
   };
   return call;

@@ -34,6 +34,7 @@ function call(key: string): Call {
     cacheStatus: 'miss',
     tokensSaved: 0,
     saved: { cache: 0, compaction: 0, routing: 0, promptCache: 0 },
+    providerCacheSaved: 0,
     status: 200,
     upstreamMs: 0,
     streamOpened: false,
