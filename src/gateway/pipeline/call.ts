@@ -136,6 +136,14 @@ export interface Call {
   cacheAgeS: number | undefined;
   /** What compaction did: "none", or the strategies applied, comma-separated (X-Gateway-Compaction). */
   compaction: string;
+  /** The messages as the client sent them, when compaction changed them (call.body holds what is sent). */
+  clientMessages: readonly unknown[] | undefined;
+  /**
+   * What the client's own request would have used sent directly, as the
+   * savings accounting models it (its own caching included); routing prices
+   * it at the requested and the answering model. Undefined: the call's usage.
+   */
+  directUsage: TokenUsage | undefined;
   /** Prompt tokens compaction removed from the request. */
   compactionSavedTokens: number;
   /** Tokens the call did not pay for: a hit's or dedup's prompt and completion tokens, plus what compaction removed. */

@@ -87,6 +87,8 @@ export function newCall(
     cacheStatus: 'bypass',
     cacheAgeS: undefined,
     compaction: 'none',
+    clientMessages: undefined,
+    directUsage: undefined,
     compactionSavedTokens: 0,
     tokensSaved: 0,
     saved: { cache: 0, compaction: 0, routing: 0, promptCache: 0 },

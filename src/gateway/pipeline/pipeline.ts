@@ -18,6 +18,7 @@ import type { TenantConcurrency } from './stages/concurrency.ts';
 import { dedupStage } from './stages/dedup.ts';
 import { promptCacheStage } from './stages/prompt-cache.ts';
 import { routingStages } from './stages/routing.ts';
+import { savingsStage } from './stages/savings.ts';
 import { type UpstreamSettings, upstreamStage } from './stages/upstream.ts';
 import { usageStage } from './stages/usage.ts';
 
@@ -87,6 +88,7 @@ export function buildPipeline(deps: PipelineDeps): (call: Call) => Promise<void>
     cacheStage(deps.cache),
     dedupStage(deps.cache),
     promptCacheStage(),
+    savingsStage(),
     upstreamStage(deps.upstream, { config: routing, breakers, clock: deps.clock }),
   ]);
 }

@@ -80,13 +80,12 @@ function textLength(messages: readonly unknown[]): number {
 }
 
 async function compactedCall(call: Call, next: () => Promise<void>, compacted: ReturnType<typeof compactMessages>): Promise<void> {
+  call.clientMessages = call.body.messages;
   call.body = { ...call.body, messages: compacted.messages };
   call.compaction = compacted.applied.join(',');
   call.compactionSavedTokens = compacted.savedTokens;
   call.tokensSaved += compacted.savedTokens;
   await next();
-  const inputPerMillion = call.target?.entry?.input ?? 0;
-  call.saved.compaction = (compacted.savedTokens * inputPerMillion) / 1e6;
 }
 
 function modeOf(call: Call, gatewayDefault: CompactMode): CompactMode {

@@ -2,7 +2,6 @@ import { anthropicMinimum } from '../../prompt-cache/minimum.ts';
 import { promptCacheKey } from '../../prompt-cache/cache-key.ts';
 import { promptCacheWanted } from '../../prompt-cache/mode.ts';
 import { planPromptCache } from '../../prompt-cache/plan.ts';
-import { promptCacheSavedUsd } from '../../prompt-cache/savings.ts';
 import type { TenantContext } from '../../data-plane/tenant-context.ts';
 import type { Call, CallTarget, Stage } from '../call.ts';
 
@@ -19,10 +18,9 @@ const MAX_KEPT_KEYS = 10_000;
  *    only on prefixes that reach its minimum; the prompt_cache_key, only
  *    when a target takes one and the client set none. The upstream stage
  *    hands it to the adapter of every attempt, fallbacks included.
- * 3. After the call (usage is final then, streams included): the saving
- *    against the same prompt uncached, at the catalog prices of the model
- *    that answered (prompt-cache/savings.ts); a first turn's write premium
- *    makes it negative.
+ * 3. What the breakpoints earned is the savings stage's to say, once the call
+ *    is answered (stages/savings.ts): only what they saved this client
+ *    against its own request sent directly.
  */
 export function promptCacheStage(): Stage {
   // Each tenant context's keys by session: a session's calls send the same key, hashed once, not on every call. Bounded
@@ -58,9 +56,7 @@ export function promptCacheStage(): Stage {
     } catch (err) {
       return Promise.reject(err);
     }
-    return next().then(() => {
-      if (call.promptCache !== undefined) call.saved.promptCache = promptCacheSavedUsd(call.usage, call.target?.entry);
-    });
+    return next();
   };
 }
 

@@ -123,16 +123,11 @@ export function routingStages(deps: RoutingStageDeps): { check: Stage; route: St
     await next();
     const answered = call.target?.entry;
     if (baseline?.entry && answered && call.usage && call.cacheStatus !== 'hit' && call.cacheStatus !== 'dedup') {
-      // Priced on the tokens the answering model reported (another model's tokenizer would count a little differently),
-      // as the client sent the prompt (compaction's tokens back in) and with all input at the full price: compaction
-      // and provider prompt caching claim their parts at the answering model's prices, so the three add up to what
-      // the same call would have cost sent directly to the baseline model (bench/benchmarks/gateway-savings.ts checks it).
-      const asSent: TokenUsage = {
-        ...call.usage,
-        promptTokens: call.usage.promptTokens + call.compactionSavedTokens,
-        cachedTokens: 0,
-        cacheWriteTokens: 0,
-      };
+      // The client's own request as it would have gone directly (the savings stage's model of it: the prompt before
+      // compaction, with the client's own caching; else the call's usage), priced at both models: compaction and
+      // prompt caching claim their parts at the answering model's prices, so the parts add up to what the same call
+      // would have cost sent directly to the baseline model (bench/benchmarks/gateway-savings.ts checks it).
+      const asSent: TokenUsage = call.directUsage ?? call.usage;
       call.saved.routing = Math.max(0, (costUsd(asSent, baseline.entry) ?? 0) - (costUsd(asSent, answered) ?? 0));
     }
   };

@@ -1,0 +1,204 @@
+import { createHash } from 'node:crypto';
+import { isSystemRole } from '../prompt-cache/prefix-length.ts';
+import { countPromptTokens, countPromptTokensUpToPausing, SLICE, yieldToLoop } from '../tokens.ts';
+
+/**
+ * A prompt as a provider's prompt cache sees it, for the savings accounting
+ * (savings/account.ts): its elements in the provider's prompt order (the
+ * tool definitions, then, for Anthropic, every system message, then the
+ * other messages), and for each element where the prompt stands after it:
+ * - `hashes[i]`: a digest of everything up to and including element i (two
+ *   prompts with the same digest at i share that whole prefix);
+ * - `tokens[i]`: the tokens up to and including element i, counted as
+ *   src/gateway/tokens.ts counts (3 framing tokens per message);
+ * - `blocks[i]`: the content blocks up to and including element i
+ *   (Anthropic looks back 20 blocks from a breakpoint for a cached prefix);
+ * - `client[i]` / `gateway[i]`: whether a cache breakpoint ends at element i,
+ *   placed by the client (a `cache_control` it sent) or added by the gateway
+ *   (the prompt-cache plan).
+ * Linear in the prompt: one JSON text and at most one SHA-256 per element,
+ * token counts remembered by that text (short ones) or its digest; a long
+ * prompt hands the event loop back every 64 KiB of text, and a long element
+ * not counted yet is tokenized a slice at a time (src/gateway/tokens.ts).
+ */
+export interface PromptProfile {
+  hashes: Float64Array;
+  tokens: Float64Array;
+  blocks: Uint32Array;
+  client: Uint8Array;
+  gateway: Uint8Array;
+  /** Tokens of the whole prompt, the reply's framing included (what the provider reports as prompt tokens). */
+  total: number;
+  /** Where the latest exchange starts (the last assistant message), as an element index; the length when there is none. */
+  latestExchange: number;
+  /** The longest cache lifetime a client breakpoint asked for (ms): 1 hour for `ttl: "1h"`, else 5 minutes. */
+  ttlMs: number;
+  /** The element index of the first user message (the prompt's start, for calls without a session); -1 when none. */
+  firstUser: number;
+}
+
+export const FIVE_MINUTES = 5 * 60_000;
+const ONE_HOUR = 60 * 60_000;
+/** countPromptTokens' framing for the reply. */
+const PER_REPLY = countPromptTokens([]);
+/** Element texts shorter than this are remembered as they are, longer ones by their digest. */
+const DIGEST_FROM = 256;
+
+type Json = Record<string, unknown>;
+const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+export interface Breakpoints {
+  tools: boolean;
+  system: boolean;
+  /** Indexes in `messages`. */
+  messages: readonly number[];
+}
+
+/** Token counts by an element's text or digest: a conversation's history comes back on every turn. Bounded (cleared when full). */
+export class ElementCounts {
+  readonly #counts = new Map<string, number>();
+  readonly #max: number;
+  constructor(max = 20_000) {
+    this.#max = max;
+  }
+  get(key: string): number | undefined {
+    return this.#counts.get(key);
+  }
+  set(key: string, tokens: number): void {
+    if (this.#counts.size >= this.#max) this.#counts.clear();
+    this.#counts.set(key, tokens);
+  }
+}
+
+/** One element's text key and token count, worked out once per call for messages the client's and the sent prompt share. */
+interface Piece {
+  key: string;
+  tokens: number;
+  blocks: number;
+  client: boolean;
+  ttlMs: number;
+}
+
+export class ProfileBuilder {
+  readonly #counts: ElementCounts;
+  /** This call's pieces by message object (the compacted prompt passes unchanged messages through as the same objects). */
+  readonly #pieces = new WeakMap<object, Piece>();
+
+  constructor(counts: ElementCounts) {
+    this.#counts = counts;
+  }
+
+  async build(messages: readonly unknown[], tools: unknown, anthropicOrder: boolean, gateway?: Breakpoints): Promise<PromptProfile> {
+    const order: number[] = [];
+    if (anthropicOrder) {
+      for (let i = 0; i < messages.length; i++) if (isSystemRole(roleOf(messages[i]))) order.push(i);
+      for (let i = 0; i < messages.length; i++) if (!isSystemRole(roleOf(messages[i]))) order.push(i);
+    } else for (let i = 0; i < messages.length; i++) order.push(i);
+    const hasTools = Array.isArray(tools) && tools.length > 0;
+    const n = order.length + (hasTools ? 1 : 0);
+    const p: PromptProfile = {
+      hashes: new Float64Array(n),
+      tokens: new Float64Array(n),
+      blocks: new Uint32Array(n),
+      client: new Uint8Array(n),
+      gateway: new Uint8Array(n),
+      total: PER_REPLY,
+      latestExchange: n,
+      ttlMs: FIVE_MINUTES,
+      firstUser: -1,
+    };
+    const chain = createHash('sha256');
+    let tokens = 0;
+    let blocks = 0;
+    let at = 0;
+    const add = (piece: Piece, gatewayMark: boolean) => {
+      chain.update(piece.key).update('\0');
+      const digest = chain.copy().digest();
+      p.hashes[at] = digest.readUIntBE(0, 6);
+      tokens += piece.tokens;
+      blocks += piece.blocks;
+      p.tokens[at] = tokens;
+      p.blocks[at] = blocks;
+      p.client[at] = piece.client ? 1 : 0;
+      p.gateway[at] = gatewayMark ? 1 : 0;
+      if (piece.ttlMs > p.ttlMs) p.ttlMs = piece.ttlMs;
+      at++;
+    };
+    if (hasTools) add(await this.#toolsPiece(tools as unknown[]), gateway?.tools === true);
+    let lastSystem = -1;
+    for (let k = 0; k < order.length; k++) if (isSystemRole(roleOf(messages[order[k]!]))) lastSystem = k;
+    const gatewayMessages = new Set(gateway?.messages ?? []);
+    for (let k = 0; k < order.length; k++) {
+      const i = order[k]!;
+      const role = roleOf(messages[i]);
+      if (role === 'user' && p.firstUser < 0) p.firstUser = at;
+      if (role === 'assistant') p.latestExchange = at;
+      add(await this.#messagePiece(messages[i]), gatewayMessages.has(i) || (gateway?.system === true && k === lastSystem));
+    }
+    p.total = tokens + PER_REPLY;
+    return p;
+  }
+
+  /** Characters of text handled since the event loop was last handed back. */
+  #since = 0;
+
+  async #count(key: string, length: number, messages: readonly unknown[], tools: unknown): Promise<number> {
+    this.#since += length;
+    if (this.#since >= SLICE) {
+      this.#since = 0;
+      await yieldToLoop();
+    }
+    const known = this.#counts.get(key);
+    if (known !== undefined) return known;
+    const tokens =
+      (length < SLICE ? countPromptTokens(messages, tools) : await countPromptTokensUpToPausing(messages, tools, Number.POSITIVE_INFINITY)) - PER_REPLY;
+    this.#counts.set(key, tokens);
+    return tokens;
+  }
+
+  async #toolsPiece(tools: unknown[]): Promise<Piece> {
+    const json = JSON.stringify(tools, canonical) ?? '';
+    const key = keyOf(`t${json}`);
+    const tokens = await this.#count(key, json.length, [], tools);
+    let client = false;
+    for (const tool of tools) if (isObject(tool) && isObject(tool['cache_control'])) client = true;
+    return { key, tokens, blocks: tools.length, client, ttlMs: ttlOf(tools) };
+  }
+
+  async #messagePiece(message: unknown): Promise<Piece> {
+    const object = isObject(message) ? message : undefined;
+    const known = object && this.#pieces.get(object);
+    if (known) return known;
+    const json = JSON.stringify(message, canonical) ?? '';
+    const key = keyOf(`m${json}`);
+    const tokens = await this.#count(key, json.length, [message], undefined);
+    const content = object?.['content'];
+    const calls = object?.['tool_calls'];
+    const blocks = Math.max(1, (Array.isArray(content) ? content.length : 1) + (Array.isArray(calls) ? calls.length : 0));
+    let client = false;
+    if (Array.isArray(content)) for (const part of content) if (isObject(part) && isObject(part['cache_control'])) client = true;
+    const piece = { key, tokens, blocks, client, ttlMs: Array.isArray(content) ? ttlOf(content) : FIVE_MINUTES };
+    if (object) this.#pieces.set(object, piece);
+    return piece;
+  }
+}
+
+/**
+ * What a provider's cache compares, as JSON: without the cache_control marks
+ * (moving a breakpoint changes no content) and with a string content as the
+ * one text block providers turn it into.
+ */
+function canonical(key: string, value: unknown): unknown {
+  if (key === 'cache_control') return undefined;
+  if (key === 'content' && typeof value === 'string') return [{ type: 'text', text: value }];
+  return value;
+}
+
+const roleOf = (message: unknown) => (isObject(message) ? message['role'] : undefined);
+const keyOf = (text: string) => (text.length < DIGEST_FROM ? text : createHash('sha256').update(text).digest('base64'));
+
+/** 1 hour when any of the parts' cache_control asks for it, else 5 minutes. */
+function ttlOf(parts: readonly unknown[]): number {
+  for (const part of parts) if (isObject(part) && isObject(part['cache_control']) && part['cache_control']['ttl'] === '1h') return ONE_HOUR;
+  return FIVE_MINUTES;
+}
