@@ -229,11 +229,11 @@ async function replay(
 async function readClaims(service: GatewayService, tenantId: string): Promise<NonNullable<Replay['claims']>> {
   await service.dataPlane.usage.flush();
   const rows = (await service.deps.db.selectFrom('usage_records').selectAll().where('tenant_id', '=', tenantId).execute()) as unknown as Record<string, unknown>[];
-  const claims = { costSavedUsd: 0, columns: {} as Record<string, number>, providerCacheUsd: 0, recordedCostUsd: 0 };
+  const claims = { costSavedUsd: 0, columns: {} as Record<string, number>, providerCacheUsd: undefined as number | undefined, recordedCostUsd: 0 };
   for (const row of rows) {
     claims.costSavedUsd += Number(row['cost_saved_usd'] ?? 0);
     claims.recordedCostUsd += Number(row['cost_usd'] ?? 0);
-    claims.providerCacheUsd += Number(row['saved_provider_cache_usd'] ?? 0);
+    if ('saved_provider_cache_usd' in row) claims.providerCacheUsd = (claims.providerCacheUsd ?? 0) + Number(row['saved_provider_cache_usd'] ?? 0);
     for (const [column, value] of Object.entries(row)) {
       if (!column.startsWith('saved_') || !column.endsWith('_usd') || column === 'saved_provider_cache_usd') continue;
       claims.columns[column] = (claims.columns[column] ?? 0) + Number(value ?? 0);

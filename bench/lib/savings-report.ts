@@ -22,7 +22,7 @@ export interface Replay {
   /** Sum of X-Gateway-Cost-Saved (gateway ways only). */
   headerClaimedUsd?: number;
   /** From the usage records (gateway ways only). */
-  claims?: { costSavedUsd: number; columns: Record<string, number>; providerCacheUsd: number; recordedCostUsd: number };
+  claims?: { costSavedUsd: number; columns: Record<string, number>; providerCacheUsd: number | undefined; recordedCostUsd: number };
   seconds: number;
 }
 
@@ -66,7 +66,7 @@ export function replayDetails(label: string, model: string, client: ClientName, 
     const agree = (x: number) => Math.abs(x - c.costSavedUsd) <= 1e-6 * Math.max(1, r.calls);
     lines.push(
       `${label}: claimed ${usd(c.costSavedUsd)} (cost_saved_usd; ${columns}${agree(columnsSum) ? '' : `: these sum to ${usd(columnsSum)}, not cost_saved_usd`}); ` +
-        `X-Gateway-Cost-Saved summed ${usd(headers)}${agree(headers) ? ', agreeing' : ', DISAGREEING'}; the provider's own caching per the records (saved_provider_cache_usd) ${usd(c.providerCacheUsd)}; ` +
+        `X-Gateway-Cost-Saved summed ${usd(headers)}${agree(headers) ? ', agreeing' : ', DISAGREEING'}; the provider's own caching per the records (saved_provider_cache_usd) ${c.providerCacheUsd === undefined ? 'not recorded (no such column; counted as $0)' : usd(c.providerCacheUsd)}; ` +
         `measured saving ${usd(claim.measured)} against ${usd(direct.billedUsd)} direct: ${claim.text}. The gateway recorded ${usd(c.recordedCostUsd)} of cost; the fake billed ${usd(r.billedUsd)}.`,
     );
   }
