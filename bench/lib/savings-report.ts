@@ -1,4 +1,5 @@
 import { fmt } from './format.ts';
+import type { Row } from './report.ts';
 import type { ClientName } from './savings-clients.ts';
 
 /** What one client's way of sending the corpus cost and claimed (bench/benchmarks/gateway-savings.ts). */
@@ -72,4 +73,42 @@ export function replayDetails(label: string, model: string, client: ClientName, 
   }
   if (r.failed > 0) lines.push(`${label}: ${r.failed} failed calls; first: ${r.firstFailure}.`);
   return lines;
+}
+
+export const shortModel = (model: string) => model.slice(model.indexOf('/') + 1);
+
+export function directRow(model: string, client: ClientName, direct: Replay, naiveDirect: Replay): Row {
+  const vsNaive = client === 'naive' ? '' : `; ${fmt(direct.billedUsd / naiveDirect.billedUsd, 2)}x the naive client's`;
+  return {
+    id: '7',
+    benchmark: `savings: ${shortModel(model)}, ${client} client, direct`,
+    measured: usd(direct.billedUsd),
+    baseline: 'the fake provider, no gateway',
+    result: `${direct.tokens.sent} prompt tokens, ${fmt((100 * direct.tokens.read) / Math.max(1, direct.tokens.sent), 1)} % read from cache${vsNaive}`,
+    target: 'none (reported)',
+    pass: direct.failed === 0,
+    verdict: direct.failed > 0 ? 'FAILED CALLS' : 'info',
+  };
+}
+
+export function wayRow(model: string, client: ClientName, way: { name: string; target?: { ratio: number; clients: readonly ClientName[] } }, direct: Replay, gw: Replay): Row {
+  const benchmark = `savings: ${shortModel(model)}, ${client} client, ${way.name}`;
+  const ratioTarget = way.target?.clients.includes(client) ? way.target.ratio : undefined;
+  const target = [ratioTarget === undefined ? undefined : `at most ${fmt(ratioTarget, 2)}x direct`, 'claim within 5 %', 'latest exchange intact'].filter(Boolean).join('; ');
+  if (gw.skipped !== undefined) {
+    return { id: '7', benchmark, measured: 'skipped', baseline: `${usd(direct.billedUsd)} direct`, result: 'refused by the gateway', target, pass: false, verdict: 'SKIPPED' };
+  }
+  const ratio = gw.billedUsd / direct.billedUsd;
+  const claim = judgeClaim(direct, gw);
+  const exchange = gw.exchangeChanged === 0 ? 'latest exchange intact' : `latest exchange changed in ${gw.exchangeChanged} of ${gw.exchangeTurns} turns`;
+  const pass = (ratioTarget === undefined || ratio <= ratioTarget) && claim.ok && gw.exchangeChanged === 0 && gw.failed === 0 && direct.failed === 0;
+  return {
+    id: '7',
+    benchmark,
+    measured: `${usd(gw.billedUsd)} (${fmt(ratio, 2)}x direct)`,
+    baseline: `${usd(direct.billedUsd)} direct`,
+    result: `claimed ${usd(claim.claimed)}, saved ${usd(claim.measured)} (${claim.text}); ${exchange}${gw.failed > 0 ? `; ${gw.failed} failed calls` : ''}`,
+    target,
+    pass,
+  };
 }
