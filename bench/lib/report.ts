@@ -224,14 +224,26 @@ ratio against a baseline measured in the same run, or a latency bound that must 
 6. **Idle memory of each service** (bench/benchmarks/idle-memory.ts, bench/lib/idle-rss.ts): \`src/auth/main.ts\`,
    \`src/gateway/main.ts\` and \`src/main.ts\` started as the npm scripts run them (SQLite in a fresh DATA_DIR, nothing else
    configured), RSS read 2 s after the ready line, beside an idle Node process running TypeScript.
-7. **What the gateway saves** (bench/benchmarks/gateway-savings.ts): the transcript corpus (bench/corpus/transcripts.jsonl,
-   else the small sample.jsonl) replayed turn by turn, each turn a non-streamed request with the conversation so far and
-   \`X-Gateway-Session-Id\`, for \`anthropic/claude-sonnet-4-5\` and \`openai/gpt-5\`: sent directly to the fake provider (the
-   baseline; Anthropic requests as the adapter translates them, without prompt-cache hints), through the gateway with its
-   defaults, and with \`X-Gateway-Compact: aggressive\`, each against a fresh fake with its prompt-cache simulation on
-   (tools/fake-provider/README.md). The fake's answers are as long as the corpus's. Cost: what each fake billed, priced
-   with the catalog. The gateway's claim (the usage records' saved_* columns, and the X-Gateway-Cost-Saved headers) is
-   reconciled with the measured difference, net of the automatic cache hits the direct calls got themselves.
+7. **What the gateway saves, against the same client sent directly** (bench/benchmarks/gateway-savings.ts): the transcript
+   corpus (bench/corpus/transcripts.jsonl, else the small sample.jsonl) replayed turn by turn, each turn a non-streamed
+   request with the conversation so far and \`X-Gateway-Session-Id\`, for \`anthropic/claude-sonnet-4-5\` and \`openai/gpt-5\`,
+   by two clients (bench/lib/savings-clients.ts): \`naive\` (no cache hints) and \`cache-aware\` (as Claude Code, Codex and
+   most agent frameworks send: for Anthropic, \`cache_control\` on the last tool, the system prompt and the last message,
+   tool results always as text parts; for OpenAI, a \`prompt_cache_key\` from the session id). Each client is sent directly
+   to the fake provider (Anthropic requests as the adapter translates them without a plan, which carries the client's
+   breakpoints over) and through the gateway with \`X-Gateway-Compact\` \`off\`, \`safe\`, \`agent\`, \`aggressive\`, and
+   \`aggressive\` with the tenant's routing on; a way the gateway refuses with a 400 is skipped and its reason recorded.
+   Each way runs against a fresh fake with its prompt-cache simulation on (tools/fake-provider/README.md; OpenAI requests
+   routed by their first 256 tokens and \`prompt_cache_key\`); the fake's answers are as long as the corpus's. Cost: what
+   each fake billed, priced with the catalog; the measured saving is the same client's direct bill minus the way's. The
+   claim is the usage records' cost_saved_usd (its saved_* columns, and the X-Gateway-Cost-Saved headers, must agree);
+   the provider's own caching the records report (saved_provider_cache_usd, when the column exists) is shown beside it.
+   From the bodies the fake received (bench/lib/upstream-prompts.ts): the tokens rewritten (per turn, the tokens of the
+   session's previous prompt that this prompt no longer shares as a common prefix) and the turns whose latest exchange
+   (the last assistant message and the tool results after it; Anthropic: its tool_use blocks and the tool_result blocks
+   after it) differs from the client's, whitespace normalization and cache_control aside. Targets: the claim within 5 %
+   of the measured saving (within 1 % of the direct bill when the saving is under 1 % of it), the latest exchange intact
+   in every turn, \`off\` and \`safe\` at most 1.00x direct, \`agent\` at most 0.50x direct for the cache-aware client.
 8. **The console on a million usage records** (bench/benchmarks/console-pages.ts): each console page and the API's usage and
    request-log queries, p95 against 200 ms; its method and full table are in its own section after the results.
 9. **The gateway before and after a change that must not cost the hot path** (bench/benchmarks/gateway-before-after.ts,

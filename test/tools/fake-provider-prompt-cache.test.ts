@@ -4,6 +4,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import OpenAI from 'openai';
 import { countPromptTokens } from '../../src/gateway/tokens.ts';
+import { OpenAiPromptCache } from '../../tools/fake-provider/prompt-cache-openai.ts';
 import { createFakeProvider, type FakeProvider } from '../../tools/fake-provider/server.ts';
 
 /**
@@ -184,7 +185,7 @@ describe('fake provider prompt-cache simulation, OpenAI', () => {
     assert.equal(again.usage?.prompt_tokens_details?.cached_tokens, 0);
   });
 
-  test('a 20-turn session: with a stable key every turn reads the one before; without, hardly any does', async () => {
+  test('a 20-turn session reads the turn before it on every turn, with a stable key or without one', async () => {
     const replay = async (key: string | undefined) => {
       fake.reset();
       const history: OpenAI.ChatCompletionMessageParam[] = [{ role: 'system', content: SYSTEM }];
@@ -200,8 +201,28 @@ describe('fake provider prompt-cache simulation, OpenAI', () => {
       }
       return readPrevious;
     };
-    assert.equal(await replay('session-7'), 19, 'every turn after the first');
-    assert.ok((await replay(undefined)) <= 2, 'about 1 in 64');
+    assert.equal(await replay('session-7'), 19, 'with a key: every turn after the first');
+    assert.equal(await replay(undefined), 19, 'without: every turn starts alike, so lands where the turn before it did');
+  });
+
+  test('routing by the first 256 tokens: prompts starting alike share a machine and its cache; a key moves them', async () => {
+    const first = messages(1);
+    const other: OpenAI.ChatCompletionMessageParam[] = [{ role: 'system', content: SYSTEM }, { role: 'user', content: text('another', 400) }];
+    await client.chat.completions.create({ model: 'gpt-4o-mini', messages: first });
+    const alike = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: other });
+    assert.ok(alike.usage!.prompt_tokens_details!.cached_tokens! >= 1024, 'the other prompt read the shared system prompt: the same machine');
+    const keyed = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: other, prompt_cache_key: 'tenant-b' });
+    assert.equal(keyed.usage!.prompt_tokens_details!.cached_tokens, 0, 'with a key it went to another machine, whose cache is empty');
+
+    const cache = new OpenAiPromptCache(64, 60_000, () => 0);
+    const body = (m: OpenAI.ChatCompletionMessageParam[], key?: string) => ({ model: 'gpt-4o-mini', messages: m, ...(key ? { prompt_cache_key: key } : {}) });
+    const machine = (m: OpenAI.ChatCompletionMessageParam[], key?: string, apiKey = 'sk-a') => cache.simulate(body(m, key), apiKey).machine;
+    assert.equal(machine(first), machine(other), 'the same first 256 tokens, the same machine');
+    assert.equal(machine(first), machine(first), 'deterministic: no load balancing by request');
+    assert.notEqual(machine(other, 'tenant-b'), machine(other), 'a key changes the machine');
+    assert.equal(machine(other, 'tenant-b'), machine(first, 'tenant-b'), 'the same key and start, the same machine');
+    const starts = new Set(['a', 'b', 'c', 'd', 'e', 'f'].map((seed) => machine([{ role: 'system', content: text(seed, 1500) }, { role: 'user', content: 'q' }])));
+    assert.ok(starts.size > 1, 'different starts spread over the machines');
   });
 
   test('a stream reports cached_tokens in its usage chunk', async () => {

@@ -23,7 +23,7 @@ import { type CacheFigures, IMAGE_TOKENS, PER_MESSAGE, PER_REPLY, PrefixHash, Pr
 
 type Json = Record<string, unknown>;
 
-interface Unit {
+export interface Unit {
   /** The block's canonical text (what the hash chain takes in). */
   text: string;
   tokens: number;
@@ -95,8 +95,12 @@ const hasBreakpoint = (block: Json) =>
   isObject(block['cache_control']) ||
   (block['type'] === 'tool_result' && Array.isArray(block['content']) && block['content'].some((inner) => isObject(inner) && isObject(inner['cache_control'])));
 
-/** The request as the units the cache sees, in order; the first block of the system prompt and of each message carries its framing tokens. */
-function units(body: Json): Unit[] {
+/**
+ * The request as the units the cache sees, in order; the first block of the
+ * system prompt and of each message carries its framing tokens. Exported for
+ * benchmarks that compare what two requests share as a prefix.
+ */
+export function promptUnits(body: Json): Unit[] {
   const out: Unit[] = [];
   for (const tool of Array.isArray(body['tools']) ? body['tools'] : []) {
     if (!isObject(tool)) continue;
@@ -128,7 +132,7 @@ export class AnthropicPromptCache {
 
   /** What a valid request reads from and writes to the cache of `apiKey` (and the cache updated). */
   simulate(body: Json, apiKey: string): CacheFigures {
-    const list = units(body);
+    const list = promptUnits(body);
     const model = String(body['model']);
     const minimum = anthropicMinimum(model);
     const chain = new PrefixHash(model);

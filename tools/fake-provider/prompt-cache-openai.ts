@@ -10,17 +10,20 @@ import { type CacheFigures, encodingOf, IMAGE_TOKENS, PER_MESSAGE, PER_REPLY, Pr
  *
  * The model, deterministic: N machines (64 by default), each its own store
  * (5-minute TTL refreshed by hits), entries scoped per API key and model.
- * - With a `prompt_cache_key`: machine = hash(key, first 256 tokens) mod N,
- *   so a session with a stable key always lands where its prefix is, and
- *   every turn reads the turn before it (real fleets lose some hits to
- *   overflow past ~15 requests a minute per key; not simulated).
- * - Without: the hash also takes the request's sequence number on this
- *   server, standing for the load balancing that spreads a busy prefix over
- *   a fleet. A turn then finds its previous turn's prefix only when it lands
- *   on the one machine that served it, 1 time in N (about 2% with 64; the
- *   peer LESSONS.md cites measured about 4% without a key and 80% with one).
- *   A prefix many requests share (one system prompt for every session) is
- *   found more often as more machines hold it.
+ * A request goes to machine = hash(API key, first 256 tokens) mod N, with
+ * `prompt_cache_key` in the hash when it is set: the routing the docs
+ * describe, without the load balancing's randomness.
+ * - Without a key, a session sent turn by turn starts every turn with the
+ *   same tokens (tools, system prompt, first message), so every turn lands
+ *   where the previous one was and reads its prefix; so do different
+ *   prompts that start alike (one system prompt for many sessions), which
+ *   then share one machine.
+ * - With a key, the key also picks the machine: prompts that start alike
+ *   but carry different keys spread over the fleet, and a session with a
+ *   stable key still finds its own prefix.
+ * Not simulated: a busy prefix (and key) overflowing to other machines past
+ * about 15 requests a minute, which real fleets do, and which costs some
+ * hits with or without a key.
  *
  * The prompt as tokens: the tool definitions (their JSON), then per message
  * 3 framing tokens and its content (text parts encoded, an image 85
@@ -75,7 +78,6 @@ const bucket = (text: string, n: number) => createHash('sha256').update(text).di
 
 export class OpenAiPromptCache {
   readonly #machines: PrefixStore[];
-  #requests = 0;
 
   constructor(machines: number, ttlMs: number, now: () => number) {
     if (!Number.isInteger(machines) || machines < 1) throw new Error('prompt cache: machines must be a whole number >= 1');
@@ -85,11 +87,10 @@ export class OpenAiPromptCache {
   /** What a valid request reads from the cache (and the cache updated); OpenAI bills no writes. */
   simulate(body: Json, apiKey: string): CacheFigures & { machine: number } {
     const tokens = promptSequence(body);
-    const request = ++this.#requests;
     const promptTokens = tokens.length;
     const key = typeof body['prompt_cache_key'] === 'string' && body['prompt_cache_key'] !== '' ? body['prompt_cache_key'] : undefined;
     const head = createHash('sha256').update(bytesOf(tokens, 0, ROUTING_PREFIX)).digest('base64url');
-    const machine = bucket(key === undefined ? `${apiKey}\0${head}\0#${request}` : `${apiKey}\0${head}\0${key}`, this.#machines.length);
+    const machine = bucket(key === undefined ? `${apiKey}\0${head}` : `${apiKey}\0${head}\0${key}`, this.#machines.length);
     if (promptTokens < MIN_TOKENS) return { promptTokens, cacheReadTokens: 0, cacheWriteTokens: 0, machine };
     const store = this.#machines[machine]!;
     const chain = new PrefixHash(`${apiKey}\0${String(body['model'])}`);
