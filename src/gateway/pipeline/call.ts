@@ -8,6 +8,7 @@ import type { TenantContext } from '../data-plane/tenant-context.ts';
 import type { ProviderInfo } from '../providers/registry.ts';
 import type { ChatRequest, PromptCachePlan, ProviderAdapter, TokenUsage } from '../providers/types.ts';
 import type { CircuitKeys } from '../routing/circuit-breaker.ts';
+import type { RouteModel } from '../routing/policy.ts';
 
 export type CacheStatus = 'miss' | 'hit' | 'dedup' | 'bypass';
 
@@ -139,11 +140,11 @@ export interface Call {
   /** The messages as the client sent them, when compaction changed them (call.body holds what is sent). */
   clientMessages: readonly unknown[] | undefined;
   /**
-   * What the client's own request would have used sent directly, as the
-   * savings accounting models it (its own caching included); routing prices
-   * it at the requested and the answering model. Undefined: the call's usage.
+   * The model the client named (or, for `auto`, routing's baseline), when
+   * routing chose: the client's request sent directly would have gone there,
+   * and the savings stage measures routing's saving against it.
    */
-  directUsage: TokenUsage | undefined;
+  baseline: RouteModel | undefined;
   /** Prompt tokens compaction removed from the request. */
   compactionSavedTokens: number;
   /** Tokens the call did not pay for: a hit's or dedup's prompt and completion tokens, plus what compaction removed. */

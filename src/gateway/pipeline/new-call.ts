@@ -88,7 +88,7 @@ export function newCall(
     cacheAgeS: undefined,
     compaction: 'none',
     clientMessages: undefined,
-    directUsage: undefined,
+    baseline: undefined,
     compactionSavedTokens: 0,
     tokensSaved: 0,
     saved: { cache: 0, compaction: 0, routing: 0, promptCache: 0 },

@@ -22,6 +22,10 @@ import type { PromptProfile } from './prompt-profile.ts';
  * automatic caching: a prompt_cache_key the gateway adds is not shown to
  * change what a conversation sent one turn at a time reads). The provider's
  * own caching is the rest of what its cache saved, reported apart.
+ * routing (when it sent the call to another model than the one named) =
+ * D at the named model, after the client's previous request there, minus D
+ * at the answering model: the price difference, and the cache the named
+ * model would have had warm and the answering one may not.
  * Token figures are the gateway's counts scaled to the prompt tokens the
  * provider reported, so another tokenizer does not skew them.
  */
@@ -31,6 +35,16 @@ export interface ConversationState {
   sent1: CacheState;
 }
 
+/** The model the client named, when routing sent the call to another: the direct request goes there. */
+export interface Baseline {
+  /** The client's request in that model's prompt order. */
+  client: PromptProfile;
+  explicit: boolean;
+  minimum: number;
+  previous: CacheState | undefined;
+  entry: CatalogModel;
+}
+
 export interface AccountInput {
   client: PromptProfile;
   sent: PromptProfile;
@@ -38,9 +52,10 @@ export interface AccountInput {
   explicit: boolean;
   /** The answering model's smallest cacheable prefix (explicit caching). */
   minimum: number;
-  previous: ConversationState | undefined;
+  previous: Partial<ConversationState> | undefined;
   usage: TokenUsage;
   entry: CatalogModel;
+  baseline?: Baseline | undefined;
   now: number;
 }
 
@@ -48,50 +63,54 @@ export interface Accounted {
   compactionUsd: number;
   promptCacheUsd: number;
   providerCacheUsd: number;
-  /** What the client's own request would have used sent directly (routing prices it at both models). */
-  direct: TokenUsage;
+  /** With a baseline: the direct request at the named model minus the same at the answering model (its cache's warmth included). */
+  routingUsd: number;
   next: ConversationState;
+  /** With a baseline: the client's state at the named model. */
+  nextBaseline: CacheState | undefined;
 }
 
 const clampScale = (s: number) => (Number.isFinite(s) ? Math.min(4, Math.max(0.25, s)) : 1);
+const clientMarks = (p: PromptProfile) => (i: number) => p.client[i] === 1;
+const allMarks = (p: PromptProfile) => (i: number) => p.client[i] === 1 || p.gateway[i] === 1;
+
+/**
+ * One request modeled after its previous one. Nothing known of the previous
+ * request, yet the provider read from its cache: the client's own caching is
+ * assumed to have done as well as it could, rather than claim on a guess.
+ */
+function model(p: PromptProfile, marked: (i: number) => boolean, previous: CacheState | undefined, c: { explicit: boolean; minimum: number }, guess: boolean, now: number): Modeled {
+  const before = previous ?? (guess ? assumedPrevious(p, marked, now) : undefined);
+  return c.explicit ? modelExplicit(p, marked, before, c.minimum, now) : modelAutomatic(p, before, now);
+}
 
 export function accountSavings(a: AccountInput): Accounted {
   const { client, sent, entry, usage, now } = a;
-  const clientMarks = (p: PromptProfile) => (i: number) => p.client[i] === 1;
-  const allMarks = (p: PromptProfile) => (i: number) => p.client[i] === 1 || p.gateway[i] === 1;
-  // Nothing known of the previous request, yet the provider read from its cache: assume the client's own caching
-  // did as well as it could rather than claim on a guess.
-  const guess = a.previous === undefined && usage.cachedTokens > 0;
-  const prev = guess
-    ? {
-        client: assumedPrevious(client, clientMarks(client), now),
-        sent0: assumedPrevious(sent, clientMarks(sent), now),
-        sent1: assumedPrevious(sent, allMarks(sent), now),
-      }
-    : a.previous;
-  const model = (p: PromptProfile, marked: (i: number) => boolean, before: CacheState | undefined): Modeled =>
-    a.explicit ? modelExplicit(p, marked, before, a.minimum, now) : modelAutomatic(p, before, now);
-  const direct = model(client, clientMarks(client), prev?.client);
-  const sent0 = model(sent, clientMarks(sent), prev?.sent0);
-  const sent1 = a.explicit ? model(sent, allMarks(sent), prev?.sent1) : sent0;
+  const guess = usage.cachedTokens > 0;
+  const direct = model(client, clientMarks(client), a.previous?.client, a, guess, now);
+  const sent0 = model(sent, clientMarks(sent), a.previous?.sent0, a, guess, now);
+  const sent1 = a.explicit ? model(sent, allMarks(sent), a.previous?.sent1, a, guess, now) : sent0;
   const scale = clampScale(usage.promptTokens / sent.total);
-  const price = (m: Modeled) => {
+  const price = (m: Modeled, at: CatalogModel) => {
     const uncached = Math.max(0, m.prompt - m.read - m.write);
-    return (scale * (uncached * entry.input + m.read * entry.cachedInput + m.write * (entry.cacheWrite ?? entry.input))) / 1e6;
+    return (scale * (uncached * at.input + m.read * at.cachedInput + m.write * (at.cacheWrite ?? at.input))) / 1e6;
   };
-  const compactionUsd = price(direct) - price(sent0);
-  const promptCacheUsd = a.explicit ? price(sent0) - price(sent1) : 0;
-  const measured = promptCacheSavedUsd(usage, entry);
+  const compactionUsd = price(direct, entry) - price(sent0, entry);
+  const promptCacheUsd = a.explicit ? price(sent0, entry) - price(sent1, entry) : 0;
+  let routingUsd = 0;
+  let nextBaseline: CacheState | undefined;
+  const b = a.baseline;
+  if (b !== undefined) {
+    const named = model(b.client, clientMarks(b.client), b.previous, b, guess, now);
+    routingUsd = price(named, b.entry) + (usage.completionTokens * (b.entry.output - entry.output)) / 1e6 - price(direct, entry);
+    nextBaseline = named.state;
+  }
   return {
     compactionUsd,
     promptCacheUsd,
-    providerCacheUsd: measured - promptCacheUsd,
-    direct: {
-      ...usage,
-      promptTokens: Math.round(direct.prompt * scale),
-      cachedTokens: Math.round(direct.read * scale),
-      cacheWriteTokens: Math.round(direct.write * scale),
-    },
+    providerCacheUsd: promptCacheSavedUsd(usage, entry) - promptCacheUsd,
+    routingUsd,
     next: { client: direct.state, sent0: sent0.state, sent1: sent1.state },
+    nextBaseline,
   };
 }

@@ -83,6 +83,7 @@ export class ProfileBuilder {
   readonly #counts: ElementCounts;
   /** This call's pieces by message object (the compacted prompt passes unchanged messages through as the same objects). */
   readonly #pieces = new WeakMap<object, Piece>();
+  readonly #explicitPieces = new WeakMap<object, Piece>();
 
   constructor(counts: ElementCounts) {
     this.#counts = counts;
@@ -133,7 +134,7 @@ export class ProfileBuilder {
       const role = roleOf(messages[i]);
       if (role === 'user' && p.firstUser < 0) p.firstUser = at;
       if (role === 'assistant') p.latestExchange = at;
-      add(await this.#messagePiece(messages[i]), gatewayMessages.has(i) || (gateway?.system === true && k === lastSystem));
+      add(await this.#messagePiece(messages[i], anthropicOrder), gatewayMessages.has(i) || (gateway?.system === true && k === lastSystem));
     }
     p.total = tokens + PER_REPLY;
     return p;
@@ -165,20 +166,27 @@ export class ProfileBuilder {
     return { key, tokens, blocks: tools.length, client, ttlMs: ttlOf(tools) };
   }
 
-  async #messagePiece(message: unknown): Promise<Piece> {
+  /**
+   * `explicit`: counted as Anthropic's blocks hold it, a tool call as its
+   * name and its arguments (not the OpenAI wrapper with its id and escaped
+   * JSON, which can be a large share of an agent's assistant turns).
+   */
+  async #messagePiece(message: unknown, explicit: boolean): Promise<Piece> {
     const object = isObject(message) ? message : undefined;
-    const known = object && this.#pieces.get(object);
+    const pieces = explicit ? this.#explicitPieces : this.#pieces;
+    const known = object && pieces.get(object);
     if (known) return known;
     const json = JSON.stringify(message, canonical) ?? '';
     const key = keyOf(`m${json}`);
-    const tokens = await this.#count(key, json.length, [message], undefined);
+    const counted = explicit && object && Array.isArray(object['tool_calls']) ? asBlocks(object) : message;
+    const tokens = await this.#count(explicit ? `x${key}` : key, json.length, [counted], undefined);
     const content = object?.['content'];
     const calls = object?.['tool_calls'];
     const blocks = Math.max(1, (Array.isArray(content) ? content.length : 1) + (Array.isArray(calls) ? calls.length : 0));
     let client = false;
     if (Array.isArray(content)) for (const part of content) if (isObject(part) && isObject(part['cache_control'])) client = true;
     const piece = { key, tokens, blocks, client, ttlMs: Array.isArray(content) ? ttlOf(content) : FIVE_MINUTES };
-    if (object) this.#pieces.set(object, piece);
+    if (object) pieces.set(object, piece);
     return piece;
   }
 }
@@ -192,6 +200,18 @@ function canonical(key: string, value: unknown): unknown {
   if (key === 'cache_control') return undefined;
   if (key === 'content' && typeof value === 'string') return [{ type: 'text', text: value }];
   return value;
+}
+
+/** An assistant message with its tool calls as text parts: each call's name and arguments, as Anthropic's tool_use blocks carry them. */
+function asBlocks(message: Json): Json {
+  const content = message['content'];
+  const parts: unknown[] = typeof content === 'string' ? [{ type: 'text', text: content }] : Array.isArray(content) ? [...content] : [];
+  for (const call of message['tool_calls'] as unknown[]) {
+    const fn = isObject(call) && isObject(call['function']) ? call['function'] : undefined;
+    if (typeof fn?.['name'] === 'string') parts.push({ type: 'text', text: fn['name'] });
+    if (typeof fn?.['arguments'] === 'string') parts.push({ type: 'text', text: fn['arguments'] });
+  }
+  return { role: message['role'], content: parts };
 }
 
 const roleOf = (message: unknown) => (isObject(message) ? message['role'] : undefined);

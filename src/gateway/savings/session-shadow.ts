@@ -1,9 +1,9 @@
-import type { ConversationState } from './account.ts';
 import type { CacheState } from './cache-model.ts';
 
 /**
  * The previous request of each conversation, as the savings accounting
- * needs it (account.ts), per replica and bounded: at most `maxBytes` in all
+ * needs it (account.ts): one cache state per conversation, model and form
+ * (as the client sent it, as the gateway sent it), per replica and bounded: at most `maxBytes` in all
  * (64 MiB by default) and a quarter of that per tenant, so that one
  * tenant's conversations can push out only its own. Least recently used
  * first. A conversation is a tenant's X-Gateway-Session-Id or, without one,
@@ -11,7 +11,7 @@ import type { CacheState } from './cache-model.ts';
  * served) is accounted as account.ts says: nothing is claimed on a guess.
  */
 export class ConversationShadow {
-  readonly #tenants = new Map<string, { entries: Map<string, { state: ConversationState; bytes: number }>; bytes: number }>();
+  readonly #tenants = new Map<string, { entries: Map<string, { state: CacheState; bytes: number }>; bytes: number }>();
   readonly #maxBytes: number;
   readonly #perTenant: number;
   #bytes = 0;
@@ -25,7 +25,7 @@ export class ConversationShadow {
     return this.#bytes;
   }
 
-  get(tenantId: string, conversation: string): ConversationState | undefined {
+  get(tenantId: string, conversation: string): CacheState | undefined {
     const tenant = this.#tenants.get(tenantId);
     const entry = tenant?.entries.get(conversation);
     if (!tenant || !entry) return undefined;
@@ -34,8 +34,8 @@ export class ConversationShadow {
     return entry.state;
   }
 
-  set(tenantId: string, conversation: string, state: ConversationState): void {
-    const bytes = sizeOf(state.client) + sizeOf(state.sent0) + (state.sent1 === state.sent0 ? 0 : sizeOf(state.sent1)) + conversation.length * 2;
+  set(tenantId: string, conversation: string, state: CacheState): void {
+    const bytes = sizeOf(state) + conversation.length * 2;
     this.#remove(tenantId, conversation);
     if (bytes > this.#perTenant) return;
     let tenant = this.#tenants.get(tenantId);

@@ -190,7 +190,7 @@ for (const kind of DB_KINDS) {
       const mark = (messages: Messages): Messages =>
         messages.map((m, i) =>
           (m.role === 'system' || i === messages.length - 1) && typeof m.content === 'string'
-            ? ({ ...m, content: [{ type: 'text', text: m.content, cache_control: { type: 'ephemeral' } }] } as OpenAI.ChatCompletionMessageParam)
+            ? ({ ...m, content: [{ type: 'text', text: m.content, cache_control: { type: 'ephemeral' } }] } as unknown as OpenAI.ChatCompletionMessageParam)
             : m,
         );
       await t.openai.chat.completions.create({ model: SONNET, messages: mark(agentLoop()) }, session('aware-1'));

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { catalogEntry } from '../../../src/gateway/catalog/catalog.ts';
 import type { TokenUsage } from '../../../src/gateway/providers/types.ts';
-import { accountSavings, type ConversationState } from '../../../src/gateway/savings/account.ts';
-import { modelAutomatic, modelExplicit } from '../../../src/gateway/savings/cache-model.ts';
+import { accountSavings } from '../../../src/gateway/savings/account.ts';
+import { type CacheState, modelAutomatic, modelExplicit } from '../../../src/gateway/savings/cache-model.ts';
 import { type Breakpoints, ElementCounts, ProfileBuilder } from '../../../src/gateway/savings/prompt-profile.ts';
 import { ConversationShadow } from '../../../src/gateway/savings/session-shadow.ts';
 
@@ -155,10 +155,9 @@ describe('the accounting', () => {
 });
 
 describe('the store of conversations', () => {
-  const state = async (n: number): Promise<ConversationState> => {
+  const state = async (n: number): Promise<CacheState> => {
     const p = await profile(Array.from({ length: n }, (_, i) => ({ role: 'user', content: `m${i}` })));
-    const s = { profile: p, cached: [], at: 0 };
-    return { client: s, sent0: s, sent1: s };
+    return { profile: p, cached: [], at: 0 };
   };
 
   test("bounded in all and per tenant: a tenant filling its share pushes out only its own conversations", async () => {

@@ -1,12 +1,11 @@
 import type { Logger } from 'pino';
 import { HttpProblem } from '../../../platform/errors.ts';
 import { resolveModel } from '../../catalog/catalog.ts';
-import { costUsd } from '../../catalog/cost.ts';
 import type { Tier } from '../../catalog/models.ts';
 import type { RoutingConfig } from '../../config.ts';
 import { modelNotFound, noProviderKey } from '../../openai-errors.ts';
 import type { TenantContext } from '../../data-plane/tenant-context.ts';
-import type { ProviderAdapter, TokenUsage } from '../../providers/types.ts';
+import type { ProviderAdapter } from '../../providers/types.ts';
 import { AUTO_MODEL, autoWithoutRouting, noModelFits } from '../../routing/auto-model.ts';
 import { chooseRoute } from '../../routing/choose-route.ts';
 import { type RouteModel, RoutingPolicy } from '../../routing/policy.ts';
@@ -38,7 +37,8 @@ export interface RoutingStageDeps {
  *    calls the model named as named.
  * 3. `call.targets`: the choice, then the fallbacks that fit (none under
  *    X-Gateway-No-Route); the upstream stage walks them.
- * 4. After the call: what routing saved against its baseline.
+ * 4. The baseline goes on the call: what routing saved against it is the
+ *    savings stage's to say once the call is answered (stages/savings.ts).
  */
 export function routingStages(deps: RoutingStageDeps): { check: Stage; route: Stage } {
   // One policy per tenant context: a context is replaced when its keys or settings change, so is its policy.
@@ -120,16 +120,9 @@ export function routingStages(deps: RoutingStageDeps): { check: Stage; route: St
     }
     call.target = call.targets[0];
 
-    await next();
-    const answered = call.target?.entry;
-    if (baseline?.entry && answered && call.usage && call.cacheStatus !== 'hit' && call.cacheStatus !== 'dedup') {
-      // The client's own request as it would have gone directly (the savings stage's model of it: the prompt before
-      // compaction, with the client's own caching; else the call's usage), priced at both models: compaction and
-      // prompt caching claim their parts at the answering model's prices, so the parts add up to what the same call
-      // would have cost sent directly to the baseline model (bench/benchmarks/gateway-savings.ts checks it).
-      const asSent: TokenUsage = call.directUsage ?? call.usage;
-      call.saved.routing = Math.max(0, (costUsd(asSent, baseline.entry) ?? 0) - (costUsd(asSent, answered) ?? 0));
-    }
+    // Routing's saving, against the model the client named, is the savings stage's (stages/savings.ts).
+    if (baseline?.entry) call.baseline = baseline;
+    return next();
   };
   return { check, route };
 }

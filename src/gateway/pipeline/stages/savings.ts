@@ -1,7 +1,8 @@
+import { costUsd } from '../../catalog/cost.ts';
 import type { PromptCachePlan } from '../../providers/types.ts';
 import { anthropicMinimum } from '../../prompt-cache/minimum.ts';
 import { promptCacheSavedUsd } from '../../prompt-cache/savings.ts';
-import { accountSavings } from '../../savings/account.ts';
+import { accountSavings, type Baseline } from '../../savings/account.ts';
 import { ElementCounts, ProfileBuilder } from '../../savings/prompt-profile.ts';
 import { ConversationShadow } from '../../savings/session-shadow.ts';
 import type { Stage } from '../call.ts';
@@ -11,9 +12,10 @@ import type { Stage } from '../call.ts';
  * upstream call: once the call is answered, what compaction and the
  * gateway's cache breakpoints saved this client against sending its own
  * request directly, and what the provider's own caching saved, reported
- * apart. A call that compaction left alone, without gateway breakpoints and
- * without a session, needs no model: all its provider caching is the
- * provider's own.
+ * apart, and what routing saved against the model the client named. A call
+ * that compaction left alone, without gateway breakpoints and without a
+ * session, needs no model: all its provider caching is the provider's own,
+ * and routing saved the same usage's price difference.
  */
 export function savingsStage(options: { clock?: () => number; shadowBytes?: number } = {}): Stage {
   const counts = new ElementCounts();
@@ -25,11 +27,13 @@ export function savingsStage(options: { clock?: () => number; shadowBytes?: numb
     const target = call.target;
     const entry = target?.entry;
     if (usage === undefined || target === undefined || entry === undefined || usage.estimated) return;
+    const named = call.baseline?.entry !== undefined && call.baseline.ref !== target.ref ? call.baseline : undefined;
     const clientMessages = call.clientMessages ?? call.body.messages;
     const compacted = clientMessages !== call.body.messages;
     const gateway = gatewayBreakpoints(call.promptCache);
     if (!compacted && gateway === undefined && call.sessionId === undefined) {
       call.providerCacheSaved = promptCacheSavedUsd(usage, entry);
+      if (named) call.saved.routing = (costUsd(usage, named.entry) ?? 0) - (costUsd(usage, entry) ?? 0);
       return;
     }
     const explicit = target.provider.format === 'anthropic';
@@ -38,14 +42,39 @@ export function savingsStage(options: { clock?: () => number; shadowBytes?: numb
     const sent = await builder.build(call.body.messages, call.body.tools, explicit, gateway);
     const conversation = call.sessionId !== undefined ? `s:${call.sessionId}` : client.firstUser >= 0 ? `p:${client.hashes[client.firstUser]}` : undefined;
     const tenantId = call.tenant.tenantId;
-    const kind = `${target.ref}\0${explicit ? 'x' : 'a'}\0`;
-    const previous = conversation === undefined ? undefined : shadow.get(tenantId, kind + conversation);
-    const result = accountSavings({ client, sent, explicit, minimum: anthropicMinimum(target.model), previous, usage, entry, now: now() });
+    const key = (form: string, ref: string) => `${conversation}\0${form}\0${ref}`;
+    const remembered = (form: string, ref: string) => (conversation === undefined ? undefined : shadow.get(tenantId, key(form, ref)));
+    let baseline: Baseline | undefined;
+    if (named?.entry) {
+      const namedExplicit = named.provider.format === 'anthropic';
+      baseline = {
+        client: namedExplicit === explicit ? client : await builder.build(clientMessages, call.body.tools, namedExplicit),
+        explicit: namedExplicit,
+        minimum: anthropicMinimum(named.model),
+        previous: remembered('client', named.ref),
+        entry: named.entry,
+      };
+    }
+    const result = accountSavings({
+      client,
+      sent,
+      explicit,
+      minimum: anthropicMinimum(target.model),
+      previous: { client: remembered('client', target.ref), sent0: remembered('sent0', target.ref), sent1: remembered('sent1', target.ref) },
+      usage,
+      entry,
+      baseline,
+      now: now(),
+    });
     call.saved.compaction = result.compactionUsd;
     call.saved.promptCache = result.promptCacheUsd;
+    call.saved.routing = result.routingUsd;
     call.providerCacheSaved = result.providerCacheUsd;
-    call.directUsage = result.direct;
-    if (conversation !== undefined) shadow.set(tenantId, kind + conversation, result.next);
+    if (conversation === undefined) return;
+    shadow.set(tenantId, key('client', target.ref), result.next.client);
+    shadow.set(tenantId, key('sent0', target.ref), result.next.sent0);
+    if (explicit) shadow.set(tenantId, key('sent1', target.ref), result.next.sent1);
+    if (named && result.nextBaseline) shadow.set(tenantId, key('client', named.ref), result.nextBaseline);
   };
 }
 
