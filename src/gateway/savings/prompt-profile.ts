@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
 import { isSystemRole } from '../prompt-cache/prefix-length.ts';
 import { countPromptTokens, countPromptTokensUpToPausing, SLICE, yieldToLoop } from '../tokens.ts';
 
@@ -108,14 +108,14 @@ export class ProfileBuilder {
       ttlMs: FIVE_MINUTES,
       firstUser: -1,
     };
-    const chain = createHash('sha256');
+    let chain = '';
     let tokens = 0;
     let blocks = 0;
     let at = 0;
     const add = (piece: Piece, gatewayMark: boolean) => {
-      chain.update(piece.key).update('\0');
-      const digest = chain.copy().digest();
-      p.hashes[at] = digest.readUIntBE(0, 6);
+      // Each prefix's digest from the one before and this element's key (its text when short, else a SHA-256 of it).
+      chain = hash('sha1', `${chain}\0${piece.key}`, 'hex');
+      p.hashes[at] = Number.parseInt(chain.slice(0, 12), 16);
       tokens += piece.tokens;
       blocks += piece.blocks;
       p.tokens[at] = tokens;

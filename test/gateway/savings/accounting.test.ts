@@ -180,3 +180,21 @@ describe('the store of conversations', () => {
     assert.equal(shadow.bytes, 0);
   });
 });
+
+describe('routing', () => {
+  test("against the model the client named: the price difference, less the warm cache the answering model did not have", async () => {
+    const sonnetHaiku = catalogEntry('anthropic', 'claude-haiku-4-5')!;
+    const marks = (messages: Message[]) => messages.map((m, i) => (i === messages.length - 1 ? { ...m, content: marked(String(m.content)) } : m));
+    const a = await profile(marks(turn1), { anthropic: true });
+    const b = await profile(marks(turn2), { anthropic: true });
+    // The client's previous turn went to Sonnet directly and cached there.
+    const warm = accountSavings({ client: a, sent: a, explicit: true, minimum: 1024, previous: undefined, usage: usageOf(a.total, 0, a.tokens[3]!), entry: sonnet, now: 0 });
+    const base = { client: b, explicit: true, minimum: 1024, entry: sonnet };
+    const usage = usageOf(b.total, 0, b.tokens[5]!);
+    const cold = accountSavings({ client: b, sent: b, explicit: true, minimum: 1024, previous: undefined, usage, entry: sonnetHaiku, baseline: { ...base, previous: warm.next.client }, now: 1000 });
+    const naive = accountSavings({ client: b, sent: b, explicit: true, minimum: 1024, previous: undefined, usage, entry: sonnetHaiku, baseline: { ...base, previous: undefined }, now: 1000 });
+    assert.ok(naive.routingUsd > 0, 'a cheaper model, both caches cold: a saving');
+    assert.ok(cold.routingUsd < naive.routingUsd, 'Sonnet would have read its warm cache: routing saved less');
+    assert.ok(cold.nextBaseline, "the client's state at the named model is carried on");
+  });
+});

@@ -38,8 +38,9 @@ export function savingsStage(options: { clock?: () => number; shadowBytes?: numb
     }
     const explicit = target.provider.format === 'anthropic';
     const builder = new ProfileBuilder(counts);
-    const client = await builder.build(clientMessages, call.body.tools, explicit);
+    // Uncompacted, the request sent is the client's: one profile serves both (the direct model reads only the client's marks).
     const sent = await builder.build(call.body.messages, call.body.tools, explicit, gateway);
+    const client = compacted ? await builder.build(clientMessages, call.body.tools, explicit) : sent;
     const conversation = call.sessionId !== undefined ? `s:${call.sessionId}` : client.firstUser >= 0 ? `p:${client.hashes[client.firstUser]}` : undefined;
     const tenantId = call.tenant.tenantId;
     const key = (form: string, ref: string) => `${conversation}\0${form}\0${ref}`;
