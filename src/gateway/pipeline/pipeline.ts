@@ -61,6 +61,9 @@ export interface PipelineDeps {
  * 7. cache: an identical earlier answer replayed;
  * 8. dedup: an identical call in flight joined;
  * 9. prompt caching: the provider's prompt-cache hints placed;
+ * 9a. savings: once answered, what compaction, the gateway's breakpoints and
+ *    routing saved against the client's own request sent directly, and what
+ *    the provider's own caching saved, apart;
  * 10. upstream: the provider call through its adapter, streamed or not,
  *    with retries and fallbacks along the targets.
  */
