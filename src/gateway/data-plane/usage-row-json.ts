@@ -93,7 +93,7 @@ export function usageValues(r: UsageRecordRow): unknown[] {
     // Absent from records journaled before the column existed.
     r.usage_flags ?? null,
     r.body_storage ?? null,
-    r.saved_provider_cache_usd ?? 0,
+    r.saved_provider_cache_usd,
   ];
 }
 
@@ -116,7 +116,7 @@ export function decodeUsageRow(line: string): UsageRecordRow {
   if (!Array.isArray(value)) {
     // The rollups sum this column: a record journaled before it existed saved nothing by it.
     const record = value as UsageRecordRow;
-    record.saved_provider_cache_usd ??= 0;
+    if (record.saved_provider_cache_usd === undefined) record.saved_provider_cache_usd = 0;
     return record;
   }
   const v = value as unknown[];
@@ -157,6 +157,6 @@ export function decodeUsageRow(line: string): UsageRecordRow {
     usage_flags: v[33] ?? null,
     body_storage: v[34] ?? null,
     // Absent (0) from lines journaled before the column existed.
-    saved_provider_cache_usd: v[35] ?? 0,
+    saved_provider_cache_usd: v.length > 35 ? v[35] : 0,
   } as UsageRecordRow;
 }
