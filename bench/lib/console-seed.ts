@@ -317,6 +317,7 @@ function usageRow(rnd: () => number, tenant: SeededTenant, session: Session, tur
     saved_compaction_usd: 0,
     saved_routing_usd: 0,
     saved_prompt_cache_usd: 0,
+    saved_provider_cache_usd: 0,
     compaction_saved_tokens: 0,
     route_reason: session.routed ? `tier=${Math.max(1, tier)}; cheapest fit ${modelUsed}` : null,
     attempts: null,

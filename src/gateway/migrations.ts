@@ -4,7 +4,7 @@ import { outboxMigration } from '../platform/mail.ts';
 import type { GatewayDb } from './schema.ts';
 import { workspaceOwnershipMigration } from './workspace-ownership-migration.ts';
 import { rebuildStoredBodyBytes } from './stored-body-bytes.ts';
-import { LATENCY_ROLLUPS, MEASURES, periodColumn, rebuildUsageRollups, ROLLUPS } from './usage-rollups.ts';
+import { LATENCY_ROLLUPS, MEASURES_0006, periodColumn, ROLLUPS, rebuildUsageRollups } from './usage-rollups.ts';
 
 /** Migrations of the gateway, applied in key order; the same on SQLite and PostgreSQL. */
 export const gatewayMigrations: Record<string, Migration> = {
@@ -143,13 +143,13 @@ export const gatewayMigrations: Record<string, Migration> = {
         if (latency) create = create.addColumn('bucket', 'integer', (c) => c.notNull());
         // Counts and tokens too as double precision: exact to 2^53, and PostgreSQL sums doubles several times faster
         // than bigints (whose sum is a numeric).
-        for (const m of latency ? ['total_calls', 'overhead_calls'] : MEASURES) create = create.addColumn(m, 'double precision', (c) => c.notNull());
+        for (const m of latency ? ['total_calls', 'overhead_calls'] : MEASURES_0006) create = create.addColumn(m, 'double precision', (c) => c.notNull());
         // The session right after the time: grouping by session reads a range of hours, its groups side by side.
         const rest = latency ? ['bucket'] : [...labels.filter((l) => l === 'session_id'), ...labels.filter((l) => l !== 'session_id')];
         create = create.addPrimaryKeyConstraint(`${table}_pk`, ['tenant_id', period, ...rest] as never);
         await (sqlite ? create.modifyEnd(sql`without rowid`) : create).execute();
       }
-      await rebuildUsageRollups(db as GatewayDb);
+      await rebuildUsageRollups(db as GatewayDb, MEASURES_0006);
     },
   },
   /**
@@ -211,6 +211,19 @@ export const gatewayMigrations: Record<string, Migration> = {
         .addPrimaryKeyConstraint('stored_body_bytes_pk', ['tenant_id', 'day']);
       await (sqlite ? create.modifyEnd(sql`without rowid`) : create).execute();
       await rebuildStoredBodyBytes(db as GatewayDb);
+    },
+  },
+  /**
+   * What the provider's own prompt caching saved that the gateway does not
+   * claim (schema.ts `saved_provider_cache_usd`), per record and summed in
+   * the rollups. Outside cost_saved_usd. Nothing to fill: no record before
+   * this one measured it, so 0 is every earlier record's value.
+   */
+  '0011_provider_cache_saved': {
+    async up(db) {
+      for (const table of ['usage_records', ...ROLLUPS.map((r) => r.table)]) {
+        await db.schema.alterTable(table).addColumn('saved_provider_cache_usd', 'double precision', (c) => c.notNull().defaultTo(0)).execute();
+      }
     },
   },
 };

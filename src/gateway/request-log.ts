@@ -41,6 +41,8 @@ export interface RequestEntry {
   saved_compaction_usd: number;
   saved_routing_usd: number;
   saved_prompt_cache_usd: number;
+  /** The provider's own caching: not in cost_saved_usd. */
+  saved_provider_cache_usd: number;
   compaction_saved_tokens: number;
   cache_status: string;
   compaction: string;
@@ -61,7 +63,7 @@ const METADATA = [
   'request_id', 'key_id', 'session_id', 'tag', 'model_requested', 'model_used', 'provider', 'status', 'error_code', 'stream',
   'prompt_tokens', 'cached_tokens', 'cache_write_tokens', 'completion_tokens', 'reasoning_tokens', 'saved_tokens',
   'cost_usd', 'cost_saved_usd', 'saved_cache_usd', 'saved_compaction_usd', 'saved_routing_usd', 'saved_prompt_cache_usd',
-  'compaction_saved_tokens', 'cache_status', 'compaction', 'route_reason', 'attempts', 'overhead_ms', 'upstream_ms', 'created_at',
+  'saved_provider_cache_usd', 'compaction_saved_tokens', 'cache_status', 'compaction', 'route_reason', 'attempts', 'overhead_ms', 'upstream_ms', 'created_at',
   'usage_flags',
 ] as const;
 

@@ -137,7 +137,7 @@ export interface UsageRecordRow {
   reasoning_tokens: number;
   saved_tokens: number;
   cost_usd: number;
-  /** The sum of the four saved_*_usd below. */
+  /** The gateway's saving: saved_cache_usd + saved_compaction_usd + saved_routing_usd + saved_prompt_cache_usd (not saved_provider_cache_usd). */
   cost_saved_usd: number;
   /** A cache hit or a dedup: the whole cost of the answer reused. */
   saved_cache_usd: number;
@@ -145,8 +145,15 @@ export interface UsageRecordRow {
   saved_compaction_usd: number;
   /** The requested (or routing's baseline) model's cost of this usage minus the cost of the model that answered. */
   saved_routing_usd: number;
-  /** Provider prompt-cache reads at the cached price instead of the input price, less the premium paid for writes. */
+  /** What the prompt-cache breakpoints the gateway added earned: reads at the cached price instead of the input price, less the premium paid for writes. */
   saved_prompt_cache_usd: number;
+  /**
+   * What the provider's own prompt caching saved that the gateway does not
+   * claim (automatic caching, reads at breakpoints the client placed), net of
+   * any write premium (so possibly negative). Not in cost_saved_usd: reported
+   * beside the gateway's saving. 0 for records before migration 0011.
+   */
+  saved_provider_cache_usd: number;
   /** Prompt tokens removed by compaction (within saved_tokens). */
   compaction_saved_tokens: number;
   /** Why routing chose the model (X-Gateway-Route-Reason); null when the named model was called. */
@@ -225,6 +232,8 @@ export interface UsageMeasures {
   saved_compaction_usd: number;
   saved_routing_usd: number;
   saved_prompt_cache_usd: number;
+  /** The provider's own caching: not in cost_saved_usd. */
+  saved_provider_cache_usd: number;
   cache_hits: number;
   dedup_hits: number;
   cache_misses: number;

@@ -45,7 +45,13 @@ export interface UsageTotals {
   saved_dedup_usd: number;
   saved_compaction_usd: number;
   saved_routing_usd: number;
+  /** What the prompt-cache breakpoints the gateway added earned. */
   saved_prompt_cache_usd: number;
+  /**
+   * What the provider's own prompt caching saved that the gateway does not
+   * claim: outside cost_saved_usd and cost_without_gateway_usd.
+   */
+  saved_provider_cache_usd: number;
   cache_hits: number;
   dedup_hits: number;
   cache_misses: number;
@@ -252,6 +258,7 @@ function toTotals(row: Row): UsageTotals {
     saved_compaction_usd: n('saved_compaction_usd'),
     saved_routing_usd: n('saved_routing_usd'),
     saved_prompt_cache_usd: n('saved_prompt_cache_usd'),
+    saved_provider_cache_usd: n('saved_provider_cache_usd'),
     cache_hits: n('cache_hits'),
     dedup_hits: n('dedup_hits'),
     cache_misses: n('cache_misses'),

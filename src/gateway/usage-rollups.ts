@@ -34,14 +34,24 @@ export const HOUR_MS = 3_600_000;
 export const MEASURES = [
   'requests', 'errors', 'prompt_tokens', 'completion_tokens', 'saved_tokens', 'cost_usd', 'cost_saved_usd',
   'saved_cache_usd', 'saved_dedup_usd', 'saved_compaction_usd', 'saved_routing_usd', 'saved_prompt_cache_usd',
-  'cache_hits', 'dedup_hits', 'cache_misses',
+  'saved_provider_cache_usd', 'cache_hits', 'dedup_hits', 'cache_misses',
 ] as const satisfies readonly (keyof UsageMeasures)[];
+
+export type Measure = (typeof MEASURES)[number];
+
+/**
+ * The measures the rollup tables had when migration 0006 created them:
+ * 0006 creates and fills them with these, and later migrations add the
+ * rest (0011: saved_provider_cache_usd), so that a database migrated from
+ * before 0006 passes through the same tables as one that was not.
+ */
+export const MEASURES_0006: readonly Measure[] = MEASURES.filter((m) => m !== 'saved_provider_cache_usd');
 
 /** The columns of a usage record the rollups read. */
 export const ROLLUP_SOURCE = [
   'tenant_id', 'created_at', 'key_id', 'model_requested', 'model_used', 'tag', 'session_id', 'status', 'prompt_tokens',
   'completion_tokens', 'saved_tokens', 'cost_usd', 'cost_saved_usd', 'saved_cache_usd', 'saved_compaction_usd',
-  'saved_routing_usd', 'saved_prompt_cache_usd', 'cache_status', 'overhead_ms', 'upstream_ms',
+  'saved_routing_usd', 'saved_prompt_cache_usd', 'saved_provider_cache_usd', 'cache_status', 'overhead_ms', 'upstream_ms',
 ] as const satisfies readonly (keyof UsageRecordRow)[];
 
 export type RollupSource = Pick<UsageRecordRow, (typeof ROLLUP_SOURCE)[number]>;
@@ -62,6 +72,7 @@ export function measuresOf(r: RollupSource): UsageMeasures {
     saved_compaction_usd: r.saved_compaction_usd,
     saved_routing_usd: r.saved_routing_usd,
     saved_prompt_cache_usd: r.saved_prompt_cache_usd,
+    saved_provider_cache_usd: r.saved_provider_cache_usd,
     cache_hits: r.cache_status === 'hit' ? 1 : 0,
     dedup_hits: dedup ? 1 : 0,
     cache_misses: r.cache_status === 'miss' ? 1 : 0,
@@ -86,6 +97,7 @@ export const MEASURES_SQL: Record<keyof UsageMeasures, RawBuilder<number>> = {
   saved_compaction_usd: sql<number>`saved_compaction_usd`,
   saved_routing_usd: sql<number>`saved_routing_usd`,
   saved_prompt_cache_usd: sql<number>`saved_prompt_cache_usd`,
+  saved_provider_cache_usd: sql<number>`saved_provider_cache_usd`,
   cache_hits: sql<number>`case when cache_status = 'hit' then 1 else 0 end`,
   dedup_hits: sql<number>`case when cache_status = 'dedup' then 1 else 0 end`,
   cache_misses: sql<number>`case when cache_status = 'miss' then 1 else 0 end`,
@@ -186,6 +198,7 @@ function addMeasures(row: RollupRow, add: UsageMeasures): void {
   r.saved_compaction_usd += add.saved_compaction_usd;
   r.saved_routing_usd += add.saved_routing_usd;
   r.saved_prompt_cache_usd += add.saved_prompt_cache_usd;
+  r.saved_provider_cache_usd += add.saved_provider_cache_usd;
   r.cache_hits += add.cache_hits;
   r.dedup_hits += add.dedup_hits;
   r.cache_misses += add.cache_misses;
@@ -312,12 +325,14 @@ const upsertSql = new WeakMap<object, Map<string, string>>();
 /**
  * Adds `records` to the rollups, in the caller's transaction. Give it only
  * records that the same transaction inserted: that is what makes each
- * record counted once.
+ * record counted once. `measures`: the measure columns the tables have
+ * (all of them but while migrations run, {@link MEASURES_0006}).
  */
-export async function addToRollups(db: GatewayDb, records: readonly RollupSource[]): Promise<void> {
+export async function addToRollups(db: GatewayDb, records: readonly RollupSource[], measures: readonly Measure[] = MEASURES): Promise<void> {
   if (records.length === 0) return;
   for (const { table, keys, rows } of rollUp(records)) {
-    const columns = [...keys, ...Object.keys(rows[0]!).filter((c) => !keys.includes(c))];
+    const latency = LATENCY_ROLLUPS.some((l) => l.table === table);
+    const columns = [...keys, ...(latency ? Object.keys(rows[0]!).filter((c) => !keys.includes(c)) : measures)];
     let at = 0;
     for (const size of CHUNK_SIZES) {
       while (rows.length - at >= size) {
@@ -335,7 +350,8 @@ async function upsert(db: GatewayDb, table: string, keys: readonly string[], col
     texts = new Map();
     upsertSql.set(adapter, texts);
   }
-  const id = `${table}:${rows.length}`;
+  // The columns too: 0006 fills the tables with fewer measures than the writer later adds to them, on the same adapter.
+  const id = `${table}:${rows.length}:${columns.join()}`;
   let text = texts.get(id);
   if (text === undefined) {
     const sums = columns.filter((c) => !keys.includes(c));
@@ -358,23 +374,26 @@ const REBUILD_PAGE = 5000;
 /**
  * Empties the rollups and fills them again from every usage record, page by
  * page in (tenant, time) order so that each page adds to few rollup rows.
- * The migration that creates the rollups runs it; it is also the repair if
- * records were ever written without them (a replica of a version before the
+ * The migration that creates the rollups runs it (with the measures of its
+ * time, {@link MEASURES_0006}: the records and the tables do not have the
+ * later columns yet, which read as 0); it is also the repair if records
+ * were ever written without them (a replica of a version before the
  * rollups, still running during a rolling upgrade). Run it while nothing
  * writes records, or in one transaction.
  */
-export async function rebuildUsageRollups(db: GatewayDb): Promise<number> {
+export async function rebuildUsageRollups(db: GatewayDb, measures: readonly Measure[] = MEASURES): Promise<number> {
+  const source = ROLLUP_SOURCE.map((c) => ((MEASURES as readonly string[]).includes(c) && !measures.includes(c as Measure) ? sql<number>`0`.as(c) : c));
   for (const { table } of [...ROLLUPS, ...LATENCY_ROLLUPS]) await db.deleteFrom(table).execute();
   let after: [string, number, string] | undefined;
   let count = 0;
   for (;;) {
-    let page = db.selectFrom('usage_records').select([...ROLLUP_SOURCE, 'request_id']);
+    let page = db.selectFrom('usage_records').select([...source, 'request_id'] as unknown as [...typeof ROLLUP_SOURCE, 'request_id']);
     if (after) {
       const [t, c, r] = after;
       page = page.where((eb) => eb(eb.refTuple('tenant_id', 'created_at', 'request_id'), '>', eb.tuple(t, c, r)));
     }
     const rows = await page.orderBy('tenant_id').orderBy('created_at').orderBy('request_id').limit(REBUILD_PAGE).execute();
-    await addToRollups(db, rows);
+    await addToRollups(db, rows, measures);
     count += rows.length;
     const last = rows.at(-1);
     if (!last || rows.length < REBUILD_PAGE) return count;

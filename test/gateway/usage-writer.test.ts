@@ -285,6 +285,11 @@ describe('usage records as journal lines', () => {
     assert.deepEqual(Object.keys(decodeUsageRow(line)), [...USAGE_COLUMNS]);
     assert.deepEqual(decodeUsageRow(JSON.stringify(full)), full, "an earlier gateway's object line reads the same");
     assert.throws(() => decodeUsageRow(line.slice(0, 40)), SyntaxError, 'a line cut short is refused');
+    // A line or an object journaled before saved_provider_cache_usd existed: the provider's caching saved nothing then.
+    const { saved_provider_cache_usd: _, ...older } = full;
+    assert.equal(USAGE_COLUMNS.at(-1), 'saved_provider_cache_usd', 'the newest column last');
+    assert.deepEqual(decodeUsageRow(JSON.stringify(usageValues(full).slice(0, -1))), { ...full, saved_provider_cache_usd: 0 });
+    assert.deepEqual(decodeUsageRow(JSON.stringify(older)), { ...full, saved_provider_cache_usd: 0 });
     // The insert binds these in the order of its columns, USAGE_COLUMNS.
     assert.deepEqual(usageValues(full), USAGE_COLUMNS.map((c) => full[c]), "the insert's values, each under its column");
   });

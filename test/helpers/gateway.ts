@@ -208,6 +208,7 @@ export function usageRow(row: Partial<UsageRecordRow> & { request_id: string; te
     saved_compaction_usd: 0,
     saved_routing_usd: 0,
     saved_prompt_cache_usd: 0,
+    saved_provider_cache_usd: 0,
     compaction_saved_tokens: 0,
     route_reason: null,
     attempts: null,

@@ -22,8 +22,10 @@ export interface FlightOutcome {
   attempts: Attempt[];
   /** Routing's reason as the attempts left it (a fallback adds to it). */
   routeReason: string | undefined;
-  /** What provider prompt caching saved the call, USD (the paying client's record keeps it). */
+  /** What the gateway's prompt-cache hints saved the call, USD (the paying client's record keeps it). */
   promptCacheSaved: number;
+  /** What the provider's own prompt caching saved the call, USD (likewise: the payer's; a dedup paid nothing, so saved nothing by it). */
+  providerCacheSaved: number;
   /** A non-streamed answer's chat.completion. */
   result: string | undefined;
 }
@@ -314,6 +316,7 @@ export class Flight {
       call.costUsd = o.costUsd;
       call.modelUsed = o.modelUsed;
       call.saved.promptCache = o.promptCacheSaved;
+      call.providerCacheSaved = o.providerCacheSaved;
     } else {
       call.cacheStatus = 'dedup';
       chargeReuse(call, { provider: o.provider ?? call.target?.provider.id ?? '', model: o.modelUsed, usage: o.usage, costUsd: o.costUsd });

@@ -278,6 +278,7 @@ export class InFlight {
         call.usage = undefined;
         call.costUsd = 0;
         call.saved.promptCache = 0;
+        call.providerCacheSaved = 0;
       }
       if (!call.streamOpened) throw clientClosed();
     }
@@ -372,6 +373,7 @@ function outcomeOf(call: Call): FlightOutcome {
     attempts: call.attempts,
     routeReason: call.routeReason,
     promptCacheSaved: call.saved.promptCache,
+    providerCacheSaved: call.providerCacheSaved,
     result: call.result,
   };
 }

@@ -41,6 +41,8 @@ export function chargeReuse(call: Call, produced: { provider: string; model: str
   call.costUsd = 0;
   call.tokensSaved += produced.usage ? produced.usage.promptTokens + produced.usage.completionTokens : 0;
   call.saved.cache = produced.costUsd ?? 0;
+  // Nothing was sent to the provider for this call: its cache saved nothing on it.
+  call.providerCacheSaved = 0;
   nameProducer(call, produced.provider, produced.model);
 }
 

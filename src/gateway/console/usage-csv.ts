@@ -14,8 +14,8 @@ const GROUP_COLUMN: Record<UsageGroupBy, string> = { model: 'model', key: 'key_i
 
 const FIGURES = [
   'requests', 'errors', 'prompt_tokens', 'completion_tokens', 'tokens_saved', 'cost_usd', 'cost_without_gateway_usd', 'cost_saved_usd',
-  'saved_cache_usd', 'saved_dedup_usd', 'saved_compaction_usd', 'saved_routing_usd', 'saved_prompt_cache_usd', 'cache_hits', 'dedup_hits',
-  'cache_misses', 'cache_hit_rate',
+  'saved_cache_usd', 'saved_dedup_usd', 'saved_compaction_usd', 'saved_routing_usd', 'saved_prompt_cache_usd', 'saved_provider_cache_usd',
+  'cache_hits', 'dedup_hits', 'cache_misses', 'cache_hit_rate',
 ] as const satisfies readonly (keyof UsageGroup)[];
 
 /** A text field, safe in a spreadsheet and quoted as RFC 4180 says. */

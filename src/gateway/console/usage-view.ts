@@ -171,13 +171,17 @@ export function formatMs(ms: number | null): string {
   return `${ms.toPrecision(2)} ms`;
 }
 
-/** The savings by cause, in the order the pipeline meets them. */
+/**
+ * The gateway's savings by cause, in the order the pipeline meets them:
+ * together cost_saved_usd. The provider's own caching
+ * (saved_provider_cache_usd) is not one of them: it is shown beside them.
+ */
 export const SAVINGS: readonly [keyof UsageTotals, string][] = [
   ['saved_cache_usd', 'Response cache (hits)'],
   ['saved_dedup_usd', 'In-flight dedup'],
   ['saved_compaction_usd', 'Compaction'],
   ['saved_routing_usd', 'Routing'],
-  ['saved_prompt_cache_usd', 'Provider prompt caching'],
+  ['saved_prompt_cache_usd', 'Prompt-cache hints the gateway added'],
 ];
 
 /** The big figures of a period: requests, spend, saved, cache hit rate (and latency when given). */
@@ -189,6 +193,7 @@ export function statsList(totals: UsageTotals, latency?: LatencyReport | null): 
     ['Requests', formatCount(totals.requests), totals.errors > 0 ? `${formatCount(totals.errors)} failed` : 'none failed'],
     ['Spend', formatUsd(totals.cost_usd), `${formatCount(totals.prompt_tokens)} tokens in, ${formatCount(totals.completion_tokens)} out`],
     ['Saved by the gateway', formatUsd(totals.cost_saved_usd), share],
+    ['The provider’s own caching', formatUsd(totals.saved_provider_cache_usd), 'saved by the provider’s prompt cache, not in the gateway’s saving'],
     [
       'Cache hit rate',
       formatRate(totals.cache_hit_rate),

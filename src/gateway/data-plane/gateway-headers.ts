@@ -34,6 +34,9 @@ export function gatewayHeaders(call: Call): HeaderList {
     pending ? 'pending' : formatUsd(call.costUsd),
     'x-gateway-cost-saved',
     pending && call.cacheStatus !== 'hit' ? 'pending' : formatUsd(totalSaved(call)),
+    // The provider's own caching, beside the gateway's saving and never in it.
+    'x-gateway-provider-cache-saved',
+    pending && call.cacheStatus !== 'hit' ? 'pending' : formatUsd(call.providerCacheSaved),
     'x-gateway-overhead-ms',
     (call.overheadMs ?? performance.now() - call.startedAt - call.upstreamMs).toFixed(2),
   ];

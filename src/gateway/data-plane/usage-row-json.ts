@@ -46,6 +46,7 @@ export const USAGE_COLUMNS = [
   'response_body',
   'usage_flags',
   'body_storage',
+  'saved_provider_cache_usd',
 ] as const satisfies readonly (keyof UsageRecordRow)[];
 
 // Every field of a record has a column here (a field added to the row and forgotten here fails type checking).
@@ -92,6 +93,7 @@ export function usageValues(r: UsageRecordRow): unknown[] {
     // Absent from records journaled before the column existed.
     r.usage_flags ?? null,
     r.body_storage ?? null,
+    r.saved_provider_cache_usd,
   ];
 }
 
@@ -111,7 +113,12 @@ export function encodeUsageRow(r: UsageRecordRow): string {
  */
 export function decodeUsageRow(line: string): UsageRecordRow {
   const value: unknown = JSON.parse(line);
-  if (!Array.isArray(value)) return value as UsageRecordRow;
+  if (!Array.isArray(value)) {
+    // The rollups sum this column: a record journaled before it existed saved nothing by it.
+    const record = value as UsageRecordRow;
+    if (record.saved_provider_cache_usd === undefined) record.saved_provider_cache_usd = 0;
+    return record;
+  }
   const v = value as unknown[];
   return {
     request_id: v[0] ?? null,
@@ -149,5 +156,7 @@ export function decodeUsageRow(line: string): UsageRecordRow {
     response_body: v[32] ?? null,
     usage_flags: v[33] ?? null,
     body_storage: v[34] ?? null,
+    // Absent (0) from lines journaled before the column existed.
+    saved_provider_cache_usd: v.length > 35 ? v[35] : 0,
   } as UsageRecordRow;
 }

@@ -284,6 +284,9 @@ describe("the console's figures in Chromium", { skip: chromiumSkip }, () => {
     assert.deepEqual(shown['Spend'], [dollars(spend), `${count(sum(rows, (r) => r.prompt_tokens))} tokens in, ${count(sum(rows, (r) => r.completion_tokens))} out`]);
     assert.deepEqual(shown['Saved by the gateway'], [dollars(saved), `${percent(saved, spend + saved)} of ${dollars(spend + saved)} without the gateway`]);
     assert.deepEqual(shown['Cache hit rate'], [percent(hits, hits + misses), `${hits} of ${hits + misses} calls the cache could serve`]);
+    const providerCache = sum(rows, (r) => r.saved_provider_cache_usd);
+    assert.deepEqual(shown['The provider’s own caching'], [dollars(providerCache), 'saved by the provider’s prompt cache, not in the gateway’s saving']);
+    assert.deepEqual(await tableRows(page, '#provider-cache'), [['The provider’s own caching', dollars(providerCache)]]);
     assert.equal(shown['Cache hit rate']![0], '20.0%');
 
     const byCause = Object.fromEntries((await tableRows(page, '#savings')).map(([cause, amount, share]) => [cause, [amount, share]]));
@@ -292,7 +295,7 @@ describe("the console's figures in Chromium", { skip: chromiumSkip }, () => {
       ['In-flight dedup', sum(rows, (r) => (r.cache_status === 'dedup' ? r.saved_cache_usd : 0))],
       ['Compaction', sum(rows, (r) => r.saved_compaction_usd)],
       ['Routing', sum(rows, (r) => r.saved_routing_usd)],
-      ['Provider prompt caching', sum(rows, (r) => r.saved_prompt_cache_usd)],
+      ['Prompt-cache hints the gateway added', sum(rows, (r) => r.saved_prompt_cache_usd)],
       ['Total', saved],
     ];
     for (const [cause, amount] of causes) assert.deepEqual(byCause[cause], [dollars(amount), percent(amount, saved)], cause);
@@ -538,7 +541,7 @@ describe("the console's figures in Chromium", { skip: chromiumSkip }, () => {
       await clean(`Usage by ${group}`);
     }
     const csv = await page.evaluate((u) => fetch(u).then((r) => r.text()), `${gw.url}/usage.csv?period=24h&group_by=tag`);
-    assert.equal(csv, 'tag,requests,errors,prompt_tokens,completion_tokens,tokens_saved,cost_usd,cost_without_gateway_usd,cost_saved_usd,saved_cache_usd,saved_dedup_usd,saved_compaction_usd,saved_routing_usd,saved_prompt_cache_usd,cache_hits,dedup_hits,cache_misses,cache_hit_rate\r\n');
+    assert.equal(csv, 'tag,requests,errors,prompt_tokens,completion_tokens,tokens_saved,cost_usd,cost_without_gateway_usd,cost_saved_usd,saved_cache_usd,saved_dedup_usd,saved_compaction_usd,saved_routing_usd,saved_prompt_cache_usd,saved_provider_cache_usd,cache_hits,dedup_hits,cache_misses,cache_hit_rate\r\n');
 
     await go(page, '/requests');
     assert.equal(await page.locator('table.log-table').count(), 0);

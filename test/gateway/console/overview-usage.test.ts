@@ -85,13 +85,15 @@ for (const kind of DB_KINDS) {
       b = { ...signedB, cookie: `gw_console=${signedB.session}` };
       const rows = [
         // The last 24 hours (from 2026-02-28T13:00Z): r1, r2.
-        { request_id: 'r1', created_at: Date.UTC(2026, 2, 1, 10, 15), tag: 'search', session_id: 's1', prompt_tokens: 1000, completion_tokens: 100, cost_usd: 0.5, overhead_ms: 1, upstream_ms: 100 },
+        { request_id: 'r1', created_at: Date.UTC(2026, 2, 1, 10, 15), tag: 'search', session_id: 's1', prompt_tokens: 1000, completion_tokens: 100, cost_usd: 0.5, overhead_ms: 1, upstream_ms: 100, saved_provider_cache_usd: 0.25 },
         { request_id: 'r2', created_at: Date.UTC(2026, 2, 1, 11, 20), tag: SCRIPT_TAG, session_id: 's1', cache_status: 'hit', cost_saved_usd: 0.5, saved_cache_usd: 0.5, overhead_ms: 2, upstream_ms: 0 },
         // The last 7 days: r1 to r4.
         { request_id: 'r3', created_at: Date.UTC(2026, 1, 28, 9), tag: FORMULA_TAG, cache_status: 'dedup', cost_saved_usd: 0.25, saved_cache_usd: 0.25, prompt_tokens: 1234567 },
         {
           request_id: 'r4', created_at: Date.UTC(2026, 1, 27, 8, 30), key_id: 'KEY2', model_requested: 'auto', model_used: 'anthropic/claude-haiku-4-5', cost_usd: 1.25,
           cost_saved_usd: 0.9, saved_routing_usd: 0.75, saved_compaction_usd: 0.1, saved_prompt_cache_usd: 0.05,
+          // The provider's own caching: not in cost_saved_usd.
+          saved_provider_cache_usd: 0.5,
         },
         // The last 30 days: r5, failed; before that: r6.
         { request_id: 'r5', created_at: Date.UTC(2026, 1, 20, 3), status: 502, error_code: 'upstream_error', model_used: null, cost_usd: 0.0042 },
@@ -118,9 +120,14 @@ for (const kind of DB_KINDS) {
         ['In-flight dedup', '$0.25', '15.2%'],
         ['Compaction', '$0.10', '6.1%'],
         ['Routing', '$0.75', '45.5%'],
-        ['Provider prompt caching', '$0.05', '3.0%'],
+        ['Prompt-cache hints the gateway added', '$0.05', '3.0%'],
         ['Total', '$1.65', '100.0%'],
       ]);
+      // The provider's own caching (r1 and r4: $0.75) beside the gateway's saving, not summed into it: the total and the
+      // cost without the gateway stay as they were.
+      assert.equal(figure(r.text, 'The provider’s own caching'), '$0.75 | saved by the provider’s prompt cache, not in the gateway’s saving');
+      assert.deepEqual(tableRows(r.text, 'provider-cache'), [['The provider’s own caching', '$0.75']]);
+      assert.ok(r.text.indexOf('id="provider-cache"') > r.text.indexOf('id="savings"'), 'after the savings by cause, in a table of its own');
       const chart = chartData(r.text, 'cost-chart');
       assert.equal(chart.kind, 'line');
       assert.deepEqual(chart.labels, ['Mon 23 Feb', 'Tue 24 Feb', 'Wed 25 Feb', 'Thu 26 Feb', 'Fri 27 Feb', 'Sat 28 Feb', 'Sun 1 Mar']);
@@ -280,8 +287,8 @@ for (const kind of DB_KINDS) {
       const rows = parseCsv(r.text);
       assert.deepEqual(rows[0], [
         'tag', 'requests', 'errors', 'prompt_tokens', 'completion_tokens', 'tokens_saved', 'cost_usd', 'cost_without_gateway_usd', 'cost_saved_usd',
-        'saved_cache_usd', 'saved_dedup_usd', 'saved_compaction_usd', 'saved_routing_usd', 'saved_prompt_cache_usd', 'cache_hits', 'dedup_hits',
-        'cache_misses', 'cache_hit_rate',
+        'saved_cache_usd', 'saved_dedup_usd', 'saved_compaction_usd', 'saved_routing_usd', 'saved_prompt_cache_usd', 'saved_provider_cache_usd',
+        'cache_hits', 'dedup_hits', 'cache_misses', 'cache_hit_rate',
       ]);
       const byTag = new Map(rows.slice(1).map((row) => [row[0], row]));
       assert.deepEqual([...byTag.keys()].sort(), ['', "'=HYPERLINK(\"http://x.example\",\"y\")", 'search', SCRIPT_TAG].sort());
@@ -289,10 +296,13 @@ for (const kind of DB_KINDS) {
       assert.deepEqual(byTag.get('')!.slice(1, 3), ['2', '1'], 'no tag: r4 and r5, one failed');
       assert.equal(byTag.get('')![6], '1.2542');
       assert.equal(byTag.get(`'${FORMULA_TAG}`)![10], '0.25', 'the dedup saving');
-      assert.equal(byTag.get(`'${FORMULA_TAG}`)![17], '1', 'hit rate: one dedup of one');
+      assert.equal(byTag.get(`'${FORMULA_TAG}`)![18], '1', 'hit rate: one dedup of one');
       assert.equal(byTag.get(`'${FORMULA_TAG}`)![3], '1234567');
-      assert.equal(byTag.get(`'${FORMULA_TAG}`)![17], '1');
-      assert.equal(byTag.get('')![17], '0', 'no tag: two misses');
+      assert.equal(byTag.get(`'${FORMULA_TAG}`)![18], '1');
+      assert.equal(byTag.get('')![18], '0', 'no tag: two misses');
+      // The provider's own caching, apart from cost_saved_usd (no tag: r4's $0.90 saved by the gateway, $0.50 by the provider).
+      assert.deepEqual([byTag.get('')![8], byTag.get('')![14]], ['0.9', '0.5']);
+      assert.equal(byTag.get('search')![14], '0.25');
       // The key's name, which starts like a formula and holds a comma and quotes.
       const byKey = parseCsv((await page(a, '/usage.csv?period=30d&group_by=key')).text);
       assert.deepEqual(byKey[0]!.slice(0, 3), ['key_id', 'key_name', 'requests']);

@@ -281,6 +281,8 @@ for (const kind of DB_KINDS) {
         cost_saved_usd: 0.00035,
         saved_compaction_usd: 0.00015,
         saved_prompt_cache_usd: 0.0002,
+        // The provider's own caching, outside cost_saved_usd.
+        saved_provider_cache_usd: 0.0012,
         overhead_ms: 1.25,
         upstream_ms: 312.4,
         stream: 1,
@@ -310,7 +312,11 @@ for (const kind of DB_KINDS) {
       assert.equal(fact(r.text, 'cost', 'Cost'), '$0.00210');
       assert.equal(fact(r.text, 'cost', 'Saved'), '$0.000350');
       assert.equal(fact(r.text, 'cost', 'Without the gateway'), '$0.00245');
-      assert.match(text(section(r.text, 'cost')), /Response cache \(hit or dedup\) \$0 Compaction \$0\.000150 Routing \$0 Provider prompt cache \$0\.000200/);
+      assert.match(text(section(r.text, 'cost')), /Response cache \(hit or dedup\) \$0 Compaction \$0\.000150 Routing \$0 Prompt-cache hints the gateway added \$0\.000200/);
+      // Beside the gateway's saving, not in it ('Saved' and 'Without the gateway' above leave it out).
+      assert.equal(fact(r.text, 'cost', 'The provider’s own caching'), '$0.00120 (saved by the provider’s prompt cache, not by the gateway: not in Saved)');
+      const entry = (await gw.request('GET', '/api/v1/tenant/requests/rich', { token: a.session })).body;
+      assert.deepEqual([entry.cost_saved_usd, entry.saved_provider_cache_usd], [0.00035, 0.0012], 'the request log gives it apart too');
       assert.equal(fact(r.text, 'tokens', 'Prompt'), '5,000');
       assert.equal(fact(r.text, 'tokens', 'of which read from the provider’s prompt cache'), '4,000');
       assert.equal(fact(r.text, 'tokens', 'Written to the provider’s prompt cache'), '10');

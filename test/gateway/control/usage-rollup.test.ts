@@ -2,13 +2,13 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import pino from 'pino';
-import { UsageWriter } from '../../../src/gateway/data-plane/usage-writer.ts';
+import { insertUsageRecords, UsageWriter } from '../../../src/gateway/data-plane/usage-writer.ts';
 import { gatewayMigrations } from '../../../src/gateway/migrations.ts';
 import { purgeGateway } from '../../../src/gateway/purge.ts';
 import type { GatewayTables, UsageRecordRow } from '../../../src/gateway/schema.ts';
 import type { UsageFilter } from '../../../src/gateway/usage-filters.ts';
 import { type UsageGroupBy, type UsageTotals, usageReport } from '../../../src/gateway/usage-queries.ts';
-import { histogramQuantile, LATENCY_BUCKETS, LATENCY_ROLLUPS, latencyBucket, ROLLUPS, rebuildUsageRollups } from '../../../src/gateway/usage-rollups.ts';
+import { histogramQuantile, LATENCY_BUCKETS, LATENCY_ROLLUPS, latencyBucket, MEASURES_0006, ROLLUPS, rebuildUsageRollups } from '../../../src/gateway/usage-rollups.ts';
 import { closeDatabase, migrateToLatest, openDatabase } from '../../../src/platform/db.ts';
 import { freshDatabase } from '../../helpers/database.ts';
 import { DB_KINDS } from '../../helpers/env.ts';
@@ -70,6 +70,8 @@ function makeRecords(count: number): UsageRecordRow[] {
         saved_routing_usd: saved[2]!,
         saved_prompt_cache_usd: saved[3]!,
         cost_saved_usd: saved.reduce((a, b) => a + b, 0),
+        // The provider's own caching, outside cost_saved_usd; negative at times (a write premium).
+        saved_provider_cache_usd: (Math.round(r() * 2e5) - 4e4) / 1e8,
         overhead_ms: 0.05 + r() * 5,
         upstream_ms: cacheStatus === 'hit' ? 0 : r() * 4000,
         created_at: T0 + Math.floor(r() * SPAN),
@@ -86,7 +88,7 @@ function expected(records: readonly UsageRecordRow[], filter: UsageFilter, group
   const zero = (): Totals => ({
     requests: 0, errors: 0, prompt_tokens: 0, completion_tokens: 0, tokens_saved: 0, cost_usd: 0, cost_saved_usd: 0, cost_without_gateway_usd: 0,
     saved_cache_usd: 0, saved_dedup_usd: 0, saved_compaction_usd: 0, saved_routing_usd: 0, saved_prompt_cache_usd: 0,
-    cache_hits: 0, dedup_hits: 0, cache_misses: 0, cache_hit_rate: null,
+    saved_provider_cache_usd: 0, cache_hits: 0, dedup_hits: 0, cache_misses: 0, cache_hit_rate: null,
   });
   const add = (t: Totals, r: UsageRecordRow) => {
     t.requests++;
@@ -102,6 +104,7 @@ function expected(records: readonly UsageRecordRow[], filter: UsageFilter, group
     t.saved_compaction_usd += r.saved_compaction_usd;
     t.saved_routing_usd += r.saved_routing_usd;
     t.saved_prompt_cache_usd += r.saved_prompt_cache_usd;
+    t.saved_provider_cache_usd += r.saved_provider_cache_usd;
     if (r.cache_status === 'hit') t.cache_hits++;
     if (r.cache_status === 'dedup') t.dedup_hits++;
     if (r.cache_status === 'miss') t.cache_misses++;
@@ -284,9 +287,14 @@ for (const kind of DB_KINDS) {
       try {
         const before = Object.fromEntries(Object.entries(gatewayMigrations).filter(([name]) => name < '0006'));
         await migrateToLatest(db, before);
-        const records = makeRecords(300);
-        // As a database of that age holds them: without the columns of later migrations (0009's usage_flags, 0010's body_storage).
-        await db.insertInto('usage_records').values(records.map(({ usage_flags: _, body_storage: __, ...r }) => r)).execute();
+        // As a database of that age holds them: without the columns of later migrations (0009's usage_flags, 0010's body_storage,
+        // 0011's saved_provider_cache_usd, which then reads 0).
+        const records = makeRecords(300).map((r) => ({ ...r, saved_provider_cache_usd: 0 }));
+        await db
+          .insertInto('usage_records')
+          // Typed as today's rows, which the table of that age is not.
+          .values(records.map(({ usage_flags: _, body_storage: __, saved_provider_cache_usd: ___, ...r }) => r) as unknown as UsageRecordRow[])
+          .execute();
         await migrateToLatest(db, gatewayMigrations);
         for (const tenantId of ['tenant-a', 'tenant-b']) {
           const f: UsageFilter = { tenantId, from: T0, to: T0 + SPAN };
@@ -297,6 +305,45 @@ for (const kind of DB_KINDS) {
             for (const g of report.groups ?? []) assertTotals(g, want.groups.get(g.key)!, `${tenantId} ${groupBy} ${g.key}`);
           }
         }
+      } finally {
+        await closeDatabase(db);
+        await database.drop();
+      }
+    });
+
+    test('0011 adds saved_provider_cache_usd: 0 for the records before it, summed with those after it', async () => {
+      const database = await freshDatabase(kind);
+      const { db } = await openDatabase<GatewayTables>({ url: database.url, sqlitePath: join(database.dataDir, 'gateway.sqlite') });
+      try {
+        await migrateToLatest(db, Object.fromEntries(Object.entries(gatewayMigrations).filter(([name]) => name < '0011')));
+        const all = makeRecords(400);
+        const old = all.slice(0, 200).map((r) => ({ ...r, saved_provider_cache_usd: 0 }));
+        // Written as the writer of that version wrote them: the record without the column, the rollups without the measure.
+        await db
+          .insertInto('usage_records')
+          .values(old.map(({ saved_provider_cache_usd: _, ...r }) => r) as unknown as UsageRecordRow[])
+          .execute();
+        await rebuildUsageRollups(db, MEASURES_0006);
+        await migrateToLatest(db, gatewayMigrations);
+        const stored = await db.selectFrom('usage_records').select(['request_id', 'saved_provider_cache_usd']).execute();
+        assert.equal(stored.length, 200);
+        assert.ok(stored.every((r) => r.saved_provider_cache_usd === 0));
+        // After it, by the usage writer: the records and the rollups keep the measure.
+        const recent = all.slice(200);
+        assert.ok(recent.some((r) => r.saved_provider_cache_usd < 0) && recent.some((r) => r.saved_provider_cache_usd > 0));
+        assert.equal(await insertUsageRecords(db, recent), 200);
+        const records = [...old, ...recent];
+        for (const tenantId of ['tenant-a', 'tenant-b']) {
+          const f: UsageFilter = { tenantId, from: T0, to: T0 + SPAN };
+          for (const groupBy of [undefined, 'session', 'day'] as const) {
+            const report = await usageReport({ db }, f, groupBy);
+            const want = expected(records, f, groupBy);
+            assertTotals(report.totals, want.totals, `${tenantId} ${groupBy}`);
+            for (const g of report.groups ?? []) assertTotals(g, want.groups.get(g.key)!, `${tenantId} ${groupBy} ${g.key}`);
+          }
+        }
+        const sum = records.filter((r) => r.tenant_id === 'tenant-a').reduce((a, r) => a + r.saved_provider_cache_usd, 0);
+        assert.ok(sum !== 0, 'a non-zero sum to compare');
       } finally {
         await closeDatabase(db);
         await database.drop();

@@ -16,9 +16,9 @@ for (const kind of DB_KINDS) {
       gw = await startTestGateway(kind);
       ({ session, tenantId } = await gw.signup());
       const rows = [
-        { request_id: 'r1', created_at: Date.UTC(2026, 1, 28, 10), tag: 'a', key_id: 'k1', session_id: 's1', prompt_tokens: 100, completion_tokens: 10, cost_usd: 0.5 },
+        { request_id: 'r1', created_at: Date.UTC(2026, 1, 28, 10), tag: 'a', key_id: 'k1', session_id: 's1', prompt_tokens: 100, completion_tokens: 10, cost_usd: 0.5, saved_provider_cache_usd: -0.125 },
         { request_id: 'r2', created_at: Date.UTC(2026, 1, 28, 23, 59, 59, 999), tag: 'b', key_id: 'k1', session_id: 's1', prompt_tokens: 200, completion_tokens: 20, cost_usd: 1.25, cache_status: 'hit', saved_tokens: 220, cost_saved_usd: 1, saved_cache_usd: 1 },
-        { request_id: 'r3', created_at: Date.UTC(2026, 2, 1), tag: 'a', key_id: 'k2', session_id: null, prompt_tokens: 300, completion_tokens: 30, cost_usd: 2, model_requested: 'auto', model_used: 'anthropic/claude-haiku' },
+        { request_id: 'r3', created_at: Date.UTC(2026, 2, 1), tag: 'a', key_id: 'k2', session_id: null, prompt_tokens: 300, completion_tokens: 30, cost_usd: 2, model_requested: 'auto', model_used: 'anthropic/claude-haiku', saved_provider_cache_usd: 0.5 },
         { request_id: 'r4', created_at: Date.UTC(2026, 2, 1, 11), tag: null, key_id: 'k2', session_id: 's2', prompt_tokens: 1, completion_tokens: 1, cost_usd: 0.25, cache_status: 'dedup', saved_tokens: 2, cost_saved_usd: 0.25, saved_cache_usd: 0.1, saved_compaction_usd: 0.05, saved_routing_usd: 0.06, saved_prompt_cache_usd: 0.04 },
         { request_id: 'r5', created_at: Date.UTC(2026, 0, 1), tag: 'a', key_id: 'k1', prompt_tokens: 9999, cost_usd: 99 }, // older than 30 days
       ];
@@ -47,6 +47,8 @@ for (const kind of DB_KINDS) {
         saved_compaction_usd: 0.05,
         saved_routing_usd: 0.06,
         saved_prompt_cache_usd: 0.04,
+        // The provider's own caching (r1 paid a write premium, r3 read its cache): beside cost_saved_usd, not in it.
+        saved_provider_cache_usd: 0.375,
         cache_hits: 1,
         dedup_hits: 1,
         cache_misses: 2,
@@ -86,6 +88,7 @@ for (const kind of DB_KINDS) {
         saved_compaction_usd: 0,
         saved_routing_usd: 0,
         saved_prompt_cache_usd: 0,
+        saved_provider_cache_usd: 0,
         cache_hits: 0,
         dedup_hits: 0,
         cache_misses: 0,
@@ -95,9 +98,15 @@ for (const kind of DB_KINDS) {
 
     test('grouped by day (UTC, the last millisecond before midnight on its own day), tag, session, model and key', async () => {
       const day = await usage('?group_by=day');
-      assert.deepEqual(day.body.groups.map((g: { key: string; requests: number; cost_usd: number }) => [g.key, g.requests, g.cost_usd]), [
-        ['2026-02-28', 2, 1.75],
-        ['2026-03-01', 2, 2.25],
+      type Day = { key: string; requests: number; cost_usd: number; cost_saved_usd: number; saved_provider_cache_usd: number };
+      assert.deepEqual(day.body.groups.map((g: Day) => [g.key, g.requests, g.cost_usd, g.cost_saved_usd, g.saved_provider_cache_usd]), [
+        ['2026-02-28', 2, 1.75, 1, -0.125],
+        ['2026-03-01', 2, 2.25, 0.25, 0.5],
+      ]);
+      const hour = await usage('?group_by=hour&from=2026-03-01');
+      assert.deepEqual(hour.body.groups.map((g: Day) => [g.key, g.saved_provider_cache_usd]), [
+        ['2026-03-01T00:00:00.000Z', 0.5],
+        ['2026-03-01T11:00:00.000Z', 0],
       ]);
       const keyed = (groups: { key: string | null; requests: number }[]) => Object.fromEntries(groups.map((g) => [String(g.key), g.requests]));
       assert.deepEqual(keyed((await usage('?group_by=tag')).body.groups), { a: 2, b: 1, null: 1 });

@@ -75,6 +75,11 @@ for (const kind of DB_KINDS) {
         [1000, 400, 50, 20, 0],
       );
       assert.ok(Math.abs(row.cost_usd - expected) < 1e-12);
+      // The provider's own caching (400 tokens read from OpenAI's automatic cache): its own header and column, apart from the gateway's saving.
+      const providerCache = h.get('x-gateway-provider-cache-saved');
+      assert.match(providerCache ?? '', /^-?\d/, 'a number');
+      assert.ok(Math.abs(Number(providerCache) - row.saved_provider_cache_usd) < 1e-12, `${providerCache} vs ${row.saved_provider_cache_usd}`);
+      assert.ok(Math.abs(Number(h.get('x-gateway-cost-saved')) - row.cost_saved_usd) < 1e-12);
       assert.equal(row.request_body, null, 'bodies are not stored unless the tenant turns it on');
       const key = await gw.service.deps.db.selectFrom('api_keys').select('last_used_at').where('id', '=', t.apiKeyId).executeTakeFirstOrThrow();
       assert.ok(key.last_used_at, 'the key shows when it was last used');
@@ -139,6 +144,8 @@ for (const kind of DB_KINDS) {
         .create({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'one two three' }], stream: true, stream_options: { include_usage: true } })
         .withResponse();
       assert.equal(response.headers.get('x-gateway-cost'), 'pending');
+      assert.equal(response.headers.get('x-gateway-cost-saved'), 'pending');
+      assert.equal(response.headers.get('x-gateway-provider-cache-saved'), 'pending');
       assert.equal(response.headers.get('x-gateway-provider'), 'openai');
       assert.match(response.headers.get('content-type')!, /^text\/event-stream/);
       let text = '';

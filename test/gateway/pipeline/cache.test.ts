@@ -67,6 +67,7 @@ for (const store of STORES) {
       assert.equal(h.get('x-gateway-cost'), '0');
       assert.equal(h.get('x-gateway-tokens-saved'), '1050');
       assert.equal(h.get('x-gateway-cache-age'), '0');
+      assert.equal(h.get('x-gateway-provider-cache-saved'), '0', 'nothing was sent to the provider: its cache saved nothing');
       assert.equal(h.get('x-gateway-model'), `openai/${first.data.model}`);
       const cost = costUsd({ promptTokens: 1000, cachedTokens: 0, cacheWriteTokens: 0, completionTokens: 50, reasoningTokens: 0 }, mini)!;
       assert.ok(Math.abs(Number(h.get('x-gateway-cost-saved')) - cost) < 1e-12);

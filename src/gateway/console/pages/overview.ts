@@ -100,6 +100,10 @@ function savingsSection(totals: UsageTotals): string {
     <p class="muted">Without the gateway these calls would have cost ${formatUsd(totals.cost_without_gateway_usd)}: the spend, ${formatUsd(totals.cost_usd)}, plus what was saved.
     The cache hit rate counts response-cache hits and in-flight dedups over the calls the cache could serve (hits, dedups and misses);
     calls that bypassed the cache (it is off, <code>X-Gateway-No-Cache</code>, or the call was refused before a model was chosen) are left out.</p>
+    <h3 id="provider-cache-title">The provider’s own caching</h3>
+    ${scrollTable('provider-cache', 'The provider’s own caching, not in the total above', ['Cause', 'Saved'], [['The provider’s own caching', formatUsd(totals.saved_provider_cache_usd)]], 'savings-table')}
+    <p class="muted">What the provider’s prompt cache saved on these calls that the gateway does not claim: its automatic caching, and reads at cache breakpoints your client placed, net of any write premium.
+    It would be saved without the gateway too, so it is not part of what the gateway saved, nor of the cost without the gateway.</p>
   </section>`;
 }
 

@@ -156,7 +156,7 @@ function costSection(r: RequestDetail): string {
     ['Response cache (hit or dedup)', r.saved_cache_usd],
     ['Compaction', r.saved_compaction_usd],
     ['Routing', r.saved_routing_usd],
-    ['Provider prompt cache', r.saved_prompt_cache_usd],
+    ['Prompt-cache hints the gateway added', r.saved_prompt_cache_usd],
   ];
   const rows = causes.map(([cause, amount]) => `<tr><th scope="row">${cause}</th><td class="num">${usd(amount)}</td></tr>`).join('');
   return section(
@@ -168,10 +168,11 @@ function costSection(r: RequestDetail): string {
       ['Without the gateway', usd(r.cost_usd + r.cost_saved_usd)],
     ])}
     <div class="table-scroll" role="region" aria-labelledby="savings-caption" tabindex="0"><table class="data-table">
-      <caption id="savings-caption">What was saved, by cause</caption>
+      <caption id="savings-caption">What the gateway saved, by cause</caption>
       <thead><tr><th scope="col">Cause</th><th scope="col" class="num">Saved</th></tr></thead>
       <tbody>${rows}</tbody>
-    </table></div>`,
+    </table></div>
+    ${facts([['The provider’s own caching', `${usd(r.saved_provider_cache_usd)} (saved by the provider’s prompt cache, not by the gateway: not in Saved)`]])}`,
   );
 }
 

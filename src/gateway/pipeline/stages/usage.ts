@@ -58,6 +58,8 @@ function usageRow(call: Call): UsageRecordRow {
     saved_compaction_usd: call.saved.compaction,
     saved_routing_usd: call.saved.routing,
     saved_prompt_cache_usd: call.saved.promptCache,
+    // The provider's, not the gateway's: beside cost_saved_usd, never in it.
+    saved_provider_cache_usd: call.providerCacheSaved,
     compaction_saved_tokens: call.compactionSavedTokens,
     route_reason: call.routeReason ?? null,
     attempts: call.attempts.length > 1 ? JSON.stringify(call.attempts) : null,
