@@ -22,8 +22,10 @@ export interface FlightOutcome {
   attempts: Attempt[];
   /** Routing's reason as the attempts left it (a fallback adds to it). */
   routeReason: string | undefined;
-  /** What the gateway's prompt-cache hints saved the call, USD (the paying client's record keeps it). */
+  /** What the gateway's prompt-cache hints, compaction and routing saved the call, USD (the paying client's record keeps them). */
   promptCacheSaved: number;
+  compactionSaved: number;
+  routingSaved: number;
   /** What the provider's own prompt caching saved the call, USD (likewise: the payer's; a dedup paid nothing, so saved nothing by it). */
   providerCacheSaved: number;
   /** A non-streamed answer's chat.completion. */
@@ -316,6 +318,8 @@ export class Flight {
       call.costUsd = o.costUsd;
       call.modelUsed = o.modelUsed;
       call.saved.promptCache = o.promptCacheSaved;
+      call.saved.compaction = o.compactionSaved;
+      call.saved.routing = o.routingSaved;
       call.providerCacheSaved = o.providerCacheSaved;
     } else {
       call.cacheStatus = 'dedup';

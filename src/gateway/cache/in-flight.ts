@@ -278,6 +278,8 @@ export class InFlight {
         call.usage = undefined;
         call.costUsd = 0;
         call.saved.promptCache = 0;
+        call.saved.compaction = 0;
+        call.saved.routing = 0;
         call.providerCacheSaved = 0;
       }
       if (!call.streamOpened) throw clientClosed();
@@ -373,6 +375,8 @@ function outcomeOf(call: Call): FlightOutcome {
     attempts: call.attempts,
     routeReason: call.routeReason,
     promptCacheSaved: call.saved.promptCache,
+    compactionSaved: call.saved.compaction,
+    routingSaved: call.saved.routing,
     providerCacheSaved: call.providerCacheSaved,
     result: call.result,
   };

@@ -216,6 +216,10 @@ for (const kind of DB_KINDS) {
       const row = await usageRecord(gw, response.headers.get('x-gateway-request-id')!);
       assert.equal(row.cached_tokens, cached);
       assert.equal(row.saved_prompt_cache_usd, 0, 'the prompt_cache_key the gateway added is not shown to change anything');
+      const mini = catalogEntry('openai', 'gpt-4o-mini')!;
+      const own = (cached * (mini.input - mini.cachedInput)) / 1e6;
+      assert.ok(Math.abs(row.saved_provider_cache_usd - own) < 1e-12, "reported as the provider's own caching");
+      assert.ok(Math.abs(Number(response.headers.get('x-gateway-provider-cache-saved')) - own) < 1e-9);
       assert.equal(row.cost_saved_usd, 0);
       assert.equal(response.headers.get('x-gateway-cost-saved'), '0');
     });
