@@ -139,6 +139,8 @@ export interface Call {
   compaction: string;
   /** The messages as the client sent them, when compaction changed them (call.body holds what is sent). */
   clientMessages: readonly unknown[] | undefined;
+  /** With clientMessages: for each message sent, the index of the client's message it comes from. */
+  compactionOrigin: readonly number[] | undefined;
   /**
    * The model the client named (or, for `auto`, routing's baseline), when
    * routing chose: the client's request sent directly would have gone there,

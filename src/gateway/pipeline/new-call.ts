@@ -88,6 +88,7 @@ export function newCall(
     cacheAgeS: undefined,
     compaction: 'none',
     clientMessages: undefined,
+    compactionOrigin: undefined,
     baseline: undefined,
     compactionSavedTokens: 0,
     tokensSaved: 0,

@@ -81,7 +81,10 @@ export function modelAutomatic(p: PromptProfile, prev: CacheState | undefined, n
     const n = Math.min(q.length, p.hashes.length);
     while (shared < n && q[shared] === p.hashes[shared]) shared++;
   }
-  const tokens = shared === 0 ? 0 : p.tokens[shared - 1]!;
+  let tokens = shared === 0 ? 0 : p.tokens[shared - 1]!;
+  // Automatic caching reads token by token: into an element compaction changed since the previous request sent it whole.
+  const partial = before ? p.partial?.get(shared) : undefined;
+  if (partial !== undefined && before!.profile.hashes[shared] === partial.hash) tokens += partial.tokens;
   const read = tokens < AUTOMATIC_MINIMUM ? 0 : AUTOMATIC_MINIMUM + Math.floor((tokens - AUTOMATIC_MINIMUM) / AUTOMATIC_STEP) * AUTOMATIC_STEP;
   return { prompt: p.total, read, write: 0, state: { profile: p, cached: [], at: now } };
 }

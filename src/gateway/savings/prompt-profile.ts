@@ -1,6 +1,8 @@
 import { createHash, hash } from 'node:crypto';
 import { isSystemRole } from '../prompt-cache/prefix-length.ts';
-import { countPromptTokens, countPromptTokensUpToPausing, SLICE, yieldToLoop } from '../tokens.ts';
+import { mapText, textOf } from '../compaction/messages.ts';
+import { normalizeWhitespace } from '../compaction/whitespace.ts';
+import { countPromptTokens, countPromptTokensUpToPausing, countTokens, SLICE, yieldToLoop } from '../tokens.ts';
 
 /**
  * A prompt as a provider's prompt cache sees it, for the savings accounting
@@ -35,12 +37,30 @@ export interface PromptProfile {
   ttlMs: number;
   /** The element index of the first user message (the prompt's start, for calls without a session); -1 when none. */
   firstUser: number;
+  /**
+   * Elements compaction changed (by index), for automatic caching, which
+   * reads prefixes token by token: the prefix digest had the element gone as
+   * it went while it was the latest exchange (its whitespace normalized),
+   * and the tokens it still shares with that form (a cut output keeps its
+   * head), so a read reaching into it is counted.
+   */
+  partial?: Map<number, { hash: number; tokens: number }>;
+}
+
+/** The client's messages a compacted prompt came from: `origin[i]` is the index in `messages` of sent message i. */
+export interface Original {
+  messages: readonly unknown[];
+  origin: readonly number[];
 }
 
 export const FIVE_MINUTES = 5 * 60_000;
 const ONE_HOUR = 60 * 60_000;
 /** countPromptTokens' framing for the reply. */
 const PER_REPLY = countPromptTokens([]);
+/** countPromptTokens' framing of one message. */
+const PER_MESSAGE = 3;
+/** Characters of a compacted message's shared head counted exactly; past them the count is scaled. */
+const PARTIAL_SAMPLE = 8192;
 /** Element texts shorter than this are remembered as they are, longer ones by their digest. */
 const DIGEST_FROM = 256;
 
@@ -89,7 +109,7 @@ export class ProfileBuilder {
     this.#counts = counts;
   }
 
-  async build(messages: readonly unknown[], tools: unknown, anthropicOrder: boolean, gateway?: Breakpoints): Promise<PromptProfile> {
+  async build(messages: readonly unknown[], tools: unknown, anthropicOrder: boolean, gateway?: Breakpoints, original?: Original): Promise<PromptProfile> {
     const order: number[] = [];
     if (anthropicOrder) {
       for (let i = 0; i < messages.length; i++) if (isSystemRole(roleOf(messages[i]))) order.push(i);
@@ -134,10 +154,37 @@ export class ProfileBuilder {
       const role = roleOf(messages[i]);
       if (role === 'user' && p.firstUser < 0) p.firstUser = at;
       if (role === 'assistant') p.latestExchange = at;
+      const before = original?.messages[original.origin[i] ?? -1];
+      if (!anthropicOrder && before !== undefined && before !== messages[i]) this.#partial(p, at, chain, before, messages[i]);
       add(await this.#messagePiece(messages[i], anthropicOrder), gatewayMessages.has(i) || (gateway?.system === true && k === lastSystem));
     }
     p.total = tokens + PER_REPLY;
     return p;
+  }
+
+  /** Records what element `at` (compacted from `before`) shares with `before` as the latest exchange carried it. */
+  #partial(p: PromptProfile, at: number, chain: string, before: unknown, now: unknown): void {
+    if (!isObject(before) || !isObject(now)) return;
+    const content = mapText(before['content'], normalizeWhitespace);
+    const earlier = { ...before, content };
+    const key = keyOf(`m${JSON.stringify(earlier, canonical) ?? ''}`);
+    const a = textOf(content);
+    const b = textOf(now['content']);
+    let common = 0;
+    if (a !== undefined && b !== undefined) {
+      const n = Math.min(a.length, b.length);
+      while (common < n && a.charCodeAt(common) === b.charCodeAt(common)) common++;
+    }
+    // The message's framing, then its text up to where the two part (less one token, which may straddle the cut);
+    // a long shared head is counted on its first 8 KiB and scaled, so this stays cheap whatever the message.
+    let shared = 0;
+    if (common > 0) {
+      const sample = Math.min(common, PARTIAL_SAMPLE);
+      shared = Math.round((countTokens(a!.slice(0, sample)) * common) / sample);
+    }
+    const tokens = common === 0 ? 0 : PER_MESSAGE + Math.max(0, shared - 1);
+    p.partial ??= new Map();
+    p.partial.set(at, { hash: Number.parseInt(hash('sha1', `${chain}\0${key}`, 'hex').slice(0, 12), 16), tokens });
   }
 
   /** Characters of text handled since the event loop was last handed back. */

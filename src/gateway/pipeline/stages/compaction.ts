@@ -81,6 +81,7 @@ function textLength(messages: readonly unknown[]): number {
 
 async function compactedCall(call: Call, next: () => Promise<void>, compacted: ReturnType<typeof compactMessages>): Promise<void> {
   call.clientMessages = call.body.messages;
+  call.compactionOrigin = compacted.origin;
   call.body = { ...call.body, messages: compacted.messages };
   call.compaction = compacted.applied.join(',');
   call.compactionSavedTokens = compacted.savedTokens;

@@ -39,7 +39,8 @@ export function savingsStage(options: { clock?: () => number; shadowBytes?: numb
     const explicit = target.provider.format === 'anthropic';
     const builder = new ProfileBuilder(counts);
     // Uncompacted, the request sent is the client's: one profile serves both (the direct model reads only the client's marks).
-    const sent = await builder.build(call.body.messages, call.body.tools, explicit, gateway);
+    const original = compacted && call.compactionOrigin ? { messages: clientMessages, origin: call.compactionOrigin } : undefined;
+    const sent = await builder.build(call.body.messages, call.body.tools, explicit, gateway, original);
     const client = compacted ? await builder.build(clientMessages, call.body.tools, explicit) : sent;
     const conversation = call.sessionId !== undefined ? `s:${call.sessionId}` : client.firstUser >= 0 ? `p:${client.hashes[client.firstUser]}` : undefined;
     const tenantId = call.tenant.tenantId;
