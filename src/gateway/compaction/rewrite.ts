@@ -168,8 +168,11 @@ class ReadsWalk {
       const before = out[s.at]!;
       const size = this.#counter.message(before);
       const noteTokens = this.#counter.message({ ...before, content: noteContent(before.content, note) });
-      const between = this.#tokensBefore(callAt) - this.#tokensBefore(s.at + 1);
-      if (!pays(size - noteTokens, Math.max(0, between), noteTokens)) continue;
+      // Rewritten: what follows the superseded result up to the superseding call; when both came in one exchange
+      // (parallel calls), the result is changed on the next turn, and what follows it up to the superseding result is.
+      const until = callAt > s.at ? callAt : k + 1;
+      const between = this.#tokensBefore(until) - this.#tokensBefore(s.at + 1);
+      if (!pays(size - noteTokens, between, noteTokens)) continue;
       repeats.forget(s.text);
       paying.push(s.at);
     }
