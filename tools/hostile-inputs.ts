@@ -44,6 +44,24 @@ export function chatBody(text: string, model: string, stream: boolean): string {
   });
 }
 
+/**
+ * An agent's request carrying `text` as the results of six reads of one
+ * file, each holding the one before it (superseded-reads compares them;
+ * stale-results counts the whole prompt and clears the oldest).
+ */
+export function agentBody(text: string, model: string, stream: boolean): string {
+  const messages: unknown[] = [
+    { role: 'system', content: 'You are a coding agent.' },
+    { role: 'user', content: 'Fix the file.' },
+  ];
+  for (let i = 1; i <= 6; i++) {
+    messages.push({ role: 'assistant', content: null, tool_calls: [{ id: `call_${i}`, type: 'function', function: { name: 'read_file', arguments: '{"path":"a.txt"}' } }] });
+    messages.push({ role: 'tool', tool_call_id: `call_${i}`, content: text.slice(0, Math.ceil((text.length * i) / 21)) });
+  }
+  messages.push({ role: 'assistant', content: 'Read.' }, { role: 'user', content: 'Go on.' });
+  return JSON.stringify({ model, stream, max_tokens: 50, messages });
+}
+
 /** A chat request with an extra field nested `levels` deep (the body is one level more). */
 export function nestedBody(levels: number): string {
   return JSON.stringify({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }).replace(

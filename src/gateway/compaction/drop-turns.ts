@@ -1,4 +1,4 @@
-import { groupUnits, type Message, type Unit } from './messages.ts';
+import { groupUnits, latestExchangeStart, type Message, type Unit } from './messages.ts';
 
 /**
  * The `drop-turns` strategy (under a token budget): the oldest middle units
@@ -6,8 +6,9 @@ import { groupUnits, type Message, type Unit } from './messages.ts';
  * dropped, in blocks, until the prompt fits.
  *
  * Never dropped: system and developer messages, everything up to and
- * including the first user message, the latest user message, and the last
- * unit (the exchange the model is answering now).
+ * including the first user message, the latest user message, the last
+ * unit, and the latest exchange (the last assistant message and everything
+ * after it: what the model is answering now).
  *
  * Stable blocks: dropping exactly as much as needed would move the cut on
  * every turn, and with it the start of everything after the first user
@@ -43,8 +44,9 @@ export function planDrops(messages: readonly Message[], sizes: readonly number[]
     }
   }
   const blockTokens = Math.max(1, Math.floor(budget / BLOCK_FRACTION));
+  const latest = latestExchangeStart(messages);
   const isProtected = (unit: Unit, index: number): boolean => {
-    if (index === units.length - 1 || unit.start <= firstUser || firstUser < 0) return true;
+    if (index === units.length - 1 || unit.start <= firstUser || firstUser < 0 || unit.end > latest) return true;
     for (let i = unit.start; i < unit.end; i++) {
       const role = messages[i]!.role;
       if (role === 'system' || role === 'developer' || i === latestUser) return true;

@@ -1,6 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
-import { hasSubstance, isRewritable, type Message, toolCallIds } from './messages.ts';
+import { hasSubstance, isRewritable, latestExchangeStart, type Message, mapText, toolCallIds } from './messages.ts';
 import type { CompactMode } from './mode.ts';
+import { normalizeWhitespace } from './whitespace.ts';
 
 export interface CompactionCase {
   mode: CompactMode;
@@ -34,10 +35,16 @@ export function compactionProblems(c: CompactionCase): string[] {
     const mustKeep = m.role === 'system' || m.role === 'developer' || i <= firstUser || i === latestUser;
     if (mustKeep && !kept.has(i)) problems.push(`message ${i} (${m.role}) was dropped`);
   }
+  // The latest exchange reaches the provider whole, whitespace normalization aside.
+  const latest = latestExchangeStart(messages);
+  for (let i = latest; i < messages.length; i++) if (!kept.has(i)) problems.push(`message ${i} (the latest exchange) was dropped`);
   for (const [k, out] of sent.entries()) {
     const i = c.origin[k]!;
     const m = messages[i];
     if (m === undefined) continue;
+    if (i >= latest && !isDeepStrictEqual(out.content, m.content) && !isDeepStrictEqual(out.content, mapText(m.content, normalizeWhitespace))) {
+      problems.push(`message ${i} (the latest exchange) was changed beyond its whitespace`);
+    }
     const { content: _a, ...rest } = out;
     const { content: _b, ...restBefore } = m;
     if (!isDeepStrictEqual(rest, restBefore)) problems.push(`message ${i}: a field other than content changed`);

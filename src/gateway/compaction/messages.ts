@@ -112,3 +112,39 @@ export function groupUnits(messages: readonly Message[]): Unit[] {
   }
   return units;
 }
+
+/**
+ * Where the latest exchange starts: the last assistant message (everything
+ * from it on is what the model is answering now, and is never changed beyond
+ * its whitespace); the length of the list when there is no assistant message.
+ */
+export function latestExchangeStart(messages: readonly Message[]): number {
+  for (let i = messages.length - 1; i >= 0; i--) if (messages[i]!.role === 'assistant') return i;
+  return messages.length;
+}
+
+/** The characters of a content's text (a string, or its text parts). */
+export function textChars(content: unknown): number {
+  if (typeof content === 'string') return content.length;
+  if (!Array.isArray(content)) return 0;
+  let total = 0;
+  for (const part of content) {
+    const text = (part as { text?: unknown } | null)?.text;
+    if (typeof text === 'string') total += text.length;
+  }
+  return total;
+}
+
+/** The content replaced by a gateway note: a string stays a string, an array becomes one text part. */
+export function noteContent(content: unknown, note: string): unknown {
+  return typeof content === 'string' ? note : [{ type: 'text', text: note }];
+}
+
+/** The function name and arguments of each tool call, by call id. */
+export function toolCallArguments(message: Message, into: Map<string, { name: string; args: unknown }>): void {
+  if (message.role !== 'assistant' || !Array.isArray(message.tool_calls)) return;
+  for (const call of message.tool_calls) {
+    const c = call as { id?: unknown; function?: { name?: unknown; arguments?: unknown } } | null;
+    if (typeof c?.id === 'string' && typeof c.function?.name === 'string') into.set(c.id, { name: c.function.name, args: c.function.arguments });
+  }
+}

@@ -1,8 +1,18 @@
 import { planDrops } from './drop-turns.ts';
 import type { Message } from './messages.ts';
-import type { CompactMode } from './mode.ts';
-import { type Rewritten, rewriteMessages, STRATEGIES } from './rewrite.ts';
+import { type CompactMode, modeIncludes } from './mode.ts';
+import { type RewriteOptions, type Rewritten, rewriteMessages, STRATEGIES } from './rewrite.ts';
+import type { StaleSettings } from './stale-results.ts';
 import type { PromptTokenCounter } from './token-counts.ts';
+import { DEFAULT_READ_TOOLS, STALE_DEFAULTS } from '../settings/compaction.ts';
+
+/** A tenant's knobs for the strategies (src/gateway/settings/compaction.ts), defaults filled in. */
+export interface CompactOptions {
+  readTools: ReadonlySet<string>;
+  stale: StaleSettings;
+}
+
+export const DEFAULT_COMPACT_OPTIONS: CompactOptions = { readTools: new Set(DEFAULT_READ_TOOLS), stale: { ...STALE_DEFAULTS } };
 
 export interface Compacted {
   /** The messages to send (the input array itself when nothing changed). */
@@ -19,17 +29,35 @@ export interface Compacted {
   unmet: number | undefined;
   /** Under a budget: how many blocks of old turns were dropped (drop-turns.ts). */
   droppedBlocks: number;
+  /** Agent and above: how many blocks of stale tool results were cleared (stale-results.ts). */
+  clearedBlocks: number;
+}
+
+/** The strategies a mode runs, as rewriteMessages takes them (what the walk needs to count with included). */
+export function rewriteOptionsFor(mode: Exclude<CompactMode, { kind: 'off' }>, tools: unknown, counter: PromptTokenCounter, options: CompactOptions): RewriteOptions {
+  return {
+    cutToolOutputs: modeIncludes(mode, 'aggressive'),
+    reads: { tools: options.readTools, counter },
+    stale: modeIncludes(mode, 'agent') ? { ...options.stale, counter, toolTokens: counter.tools(tools) } : undefined,
+  };
 }
 
 /**
  * Compacts a chat request's messages in a mode other than `off`: the
- * per-message strategies (rewrite.ts), and under a budget whole blocks of
+ * per-message strategies (rewrite.ts; stale results cleared in agent mode
+ * and above), and under a budget whole blocks of
  * the oldest middle turns dropped (drop-turns.ts) until the prompt,
  * tool definitions included, fits. Messages are never modified in place.
  */
-export function compactMessages(messages: Message[], tools: unknown, mode: Exclude<CompactMode, { kind: 'off' }>, counter: PromptTokenCounter): Compacted {
-  const cutToolOutputs = mode.kind !== 'safe';
-  let result = rewriteMessages(messages, { cutToolOutputs });
+export function compactMessages(
+  messages: Message[],
+  tools: unknown,
+  mode: Exclude<CompactMode, { kind: 'off' }>,
+  counter: PromptTokenCounter,
+  options: CompactOptions = DEFAULT_COMPACT_OPTIONS,
+): Compacted {
+  const rewrite = rewriteOptionsFor(mode, tools, counter, options);
+  let result = rewriteMessages(messages, rewrite);
   let promptTokens: number | undefined;
   let unmet: number | undefined;
   let dropped = 0;
@@ -45,7 +73,7 @@ export function compactMessages(messages: Message[], tools: unknown, mode: Exclu
       let d = 1;
       while (d < plan.blocks && promptTokens - plan.droppedTokens(d) > mode.tokens) d++;
       for (; d <= plan.blocks; d++) {
-        const attempt = rewriteMessages(messages, { cutToolOutputs, keep: plan.keep(d) });
+        const attempt = rewriteMessages(messages, { ...rewrite, keep: plan.keep(d) });
         const tokens = counter.prompt(attempt.messages, undefined) + toolTokens;
         if (attempt.origin.length < messages.length) attempt.applied.add('drop-turns');
         result = attempt;
@@ -56,7 +84,7 @@ export function compactMessages(messages: Message[], tools: unknown, mode: Exclu
       if (promptTokens > mode.tokens) unmet = promptTokens;
     }
   }
-  return { ...finish(messages, result, counter), promptTokens, unmet, droppedBlocks: dropped };
+  return { ...finish(messages, result, counter), promptTokens, unmet, droppedBlocks: dropped, clearedBlocks: result.clearedBlocks };
 }
 
 function finish(messages: Message[], result: Rewritten, counter: PromptTokenCounter): Pick<Compacted, 'messages' | 'origin' | 'applied' | 'savedTokens'> {

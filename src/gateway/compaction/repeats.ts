@@ -11,16 +11,35 @@ import type { Message } from './messages.ts';
 export const MIN_REPEAT_CHARS = 400;
 
 export class RepeatIndex {
-  /** Text -> how the first message holding it is named. */
-  readonly #first = new Map<string, string>();
+  /** Text -> how the first message holding it is named, and whether a later copy was seen. */
+  readonly #first = new Map<string, { name: string; copied: boolean }>();
 
-  /** The reference replacing `text` when an earlier message held it, else undefined (and `text` is remembered). */
+  /**
+   * The reference replacing `text` when an earlier message held it, else
+   * undefined (and `text` is remembered). The first copy is marked copied
+   * whether or not the caller applies the reference (the latest exchange
+   * never does), so what superseded-reads decides depends on the history
+   * alone.
+   */
   seen(text: string | undefined, message: Message, toolNames: ReadonlyMap<string, string>): string | undefined {
     if (text === undefined || text.length < MIN_REPEAT_CHARS) return undefined;
     const first = this.#first.get(text);
-    if (first !== undefined) return `[gateway: identical to ${first} above; this repeated copy was removed]`;
-    this.#first.set(text, describe(message, text, toolNames));
+    if (first !== undefined) {
+      first.copied = true;
+      return `[gateway: identical to ${first.name} above; this repeated copy was removed]`;
+    }
+    this.#first.set(text, { name: describe(message, text, toolNames), copied: false });
     return undefined;
+  }
+
+  /** True when a later message repeated `text` (a reference may point at its first copy). */
+  copied(text: string): boolean {
+    return this.#first.get(text)?.copied === true;
+  }
+
+  /** Forgets `text` (its first copy was superseded): a later copy is then kept, never pointed at a removed one. */
+  forget(text: string): void {
+    this.#first.delete(text);
   }
 }
 

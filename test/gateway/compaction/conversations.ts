@@ -57,6 +57,8 @@ const step: fc.Arbitrary<Step> = fc.oneof(
           name: fc.constantFrom(...TOOL_NAMES),
           args: fc.oneof(
             fc.string({ maxLength: 20 }).map((p) => JSON.stringify({ path: p })),
+            // The same few files, read again (superseded-reads), with their keys in either order.
+            fc.record({ path: fc.constantFrom('src/a.ts', 'src/b.ts'), flip: fc.boolean() }).map(({ path, flip }) => (flip ? `{"limit": 2000, "path": "${path}"}` : JSON.stringify({ path, limit: 2000 }))),
             fc.string({ maxLength: 20 }).map((p) => JSON.stringify({ command: `npm test ${p}`, cwd: '.' }, null, 2)),
           ),
           // A number is a repeat: the output of that earlier call (modulo how many there were).

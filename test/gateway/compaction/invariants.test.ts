@@ -20,7 +20,7 @@ const problems = (sent: Message[], origin: number[], extra: Partial<CompactionCa
 
 describe('the invariants checker finds each kind of breakage', () => {
   test('a faithful compaction has none', () => {
-    const sent = messages.map((m, i) => (i === 4 ? { ...m, content: 'thinking' } : m));
+    const sent = messages.map((m, i) => (i === 3 ? { ...m, content: 'result' } : m));
     assert.deepEqual(problems(sent, all), []);
     assert.deepEqual(problems([...messages.slice(0, 2), ...messages.slice(4)], [0, 1, 4, 5]), [], 'a whole pair dropped');
   });
@@ -31,7 +31,9 @@ describe('the invariants checker finds each kind of breakage', () => {
       [messages.map((m, i) => (i === 5 ? { ...m, content: 'latest ' } : m)), all, /message 5 \(user\) was changed/],
       [messages.slice(0, 5), [0, 1, 2, 3, 4], /message 5 \(user\) was dropped/],
       [[messages[0]!, ...messages.slice(2)], [0, 2, 3, 4, 5], /message 1 \(user\) was dropped/],
-      [messages.map((m, i) => (i === 4 ? { ...m, content: '   ' } : m)), all, /message 4 was emptied/],
+      [messages.map((m, i) => (i === 3 ? { ...m, content: '   ' } : m)), all, /message 3 was emptied/],
+      [messages.map((m, i) => (i === 4 ? { ...m, content: 'thinking' } : m)), all, /message 4 \(the latest exchange\) was changed beyond its whitespace/],
+      [[...messages.slice(0, 4), messages[5]!], [0, 1, 2, 3, 5], /message 4 \(the latest exchange\) was dropped/],
       [[...messages.slice(0, 3), ...messages.slice(4)], [0, 1, 2, 4, 5], /tool call c1: its result was dropped/],
       [[...messages.slice(0, 2), ...messages.slice(3)], [0, 1, 3, 4, 5], /tool call c1: its call was dropped/],
       [messages.map((m, i) => (i === 3 ? { ...m, tool_call_id: 'c9' } : m)), all, /message 3: a field other than content changed/],

@@ -12,7 +12,7 @@ const read = (id: string): Message[] => [
 
 describe('repeats strategy', () => {
   test('a file read twice: the second copy names the first by its tool call', () => {
-    const messages: Message[] = [{ role: 'user', content: 'fix it' }, ...read('call_1'), ...read('call_2'), { role: 'user', content: 'go on' }];
+    const messages: Message[] = [{ role: 'user', content: 'fix it' }, ...read('call_1'), ...read('call_2'), { role: 'assistant', content: 'Read.' }, { role: 'user', content: 'go on' }];
     const out = rewriteMessages(messages, { cutToolOutputs: false });
     assert.deepEqual([...out.applied], ['repeats']);
     assert.equal(out.messages[2], messages[2], 'the first copy is untouched');
@@ -29,6 +29,7 @@ describe('repeats strategy', () => {
       { role: 'user', content: file },
       { role: 'assistant', content: file.replace(/\n/g, '  \r\n') },
       { role: 'tool', tool_call_id: 'x', content: pasted },
+      { role: 'assistant', content: 'Done.' },
     ];
     const out = rewriteMessages(messages, { cutToolOutputs: false });
     assert.match(String(out.messages[3]!.content), /^\[gateway: identical to the user message that begins "export const value0 = 0; export const/);
@@ -47,5 +48,16 @@ describe('repeats strategy', () => {
     const alone = rewriteMessages(messages, { cutToolOutputs: false }).messages;
     const more = rewriteMessages([...messages, ...read('call_2')], { cutToolOutputs: false }).messages;
     assert.deepEqual(more.slice(0, alone.length), alone);
+  });
+});
+
+describe('repeats and the latest exchange', () => {
+  test('a copy in the latest exchange arrives whole; on the next turn it is replaced', () => {
+    const messages: Message[] = [{ role: 'user', content: 'fix it' }, ...read('call_1'), ...read('call_2')];
+    const now = rewriteMessages(messages, { cutToolOutputs: false });
+    assert.equal(now.messages[4], messages[4], 'the result the model is answering now is whole');
+    assert.equal(now.applied.size, 0);
+    const next = rewriteMessages([...messages, { role: 'assistant', content: 'Read.' }], { cutToolOutputs: false });
+    assert.match(String(next.messages[4]!.content), /^\[gateway: identical to the result of tool call call_1/);
   });
 });

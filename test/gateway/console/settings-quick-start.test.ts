@@ -187,6 +187,10 @@ for (const kind of DB_KINDS) {
       const stray = await post(who, '/settings/compaction', { csrf: who.csrf, mode: 'safe', budget: '900' });
       assert.match(stray.text, /id="compaction-budget-error" role="alert">Choose the mode “Token budget” to use a budget, or empty this field.</);
       assert.match(stray.text, /<option value="safe" selected>safe<\/option>/);
+      const trigger = await post(who, '/settings/compaction', { csrf: who.csrf, mode: 'agent', stale_trigger_tokens: '10', read_tools: 'read_file' });
+      assert.equal(trigger.status, 400);
+      assert.match(trigger.text, /id="compaction-stale-trigger-tokens-error" role="alert">Clear old tool results past \(prompt tokens\) must be a whole number from 1,000 to 10,000,000/);
+      assert.match(trigger.text, /<option value="agent" selected>agent<\/option>/);
 
       const limits = await post(who, '/settings/limits', { csrf: who.csrf, requests_per_minute: '1.5', usd_per_month: '-1' });
       assert.equal(limits.status, 400);
@@ -378,6 +382,11 @@ describe('settings reach the data plane; the quick start snippets run as shown',
     assert.equal((await withToolOutput('first   \n\n\n\nfile   ')).response.headers.get('x-gateway-compaction'), 'none');
     assert.equal((await submit('/settings/compaction', { mode: 'safe', budget: '' })).status, 303);
     const compacted = await withToolOutput('second   \n\n\n\nfile   ');
+    // The mode agent and its knobs, saved together; what the form does not show is not lost.
+    assert.equal((await submit('/settings/compaction', { mode: 'agent', budget: '', read_tools: 'Read\nview_file', stale_trigger_tokens: '50,000', stale_keep_results: '3', stale_batch_tokens: '' })).status, 303);
+    assert.deepEqual((await gw.api('/api/v1/tenant', { token: t.session })).body.settings.compaction, { default: 'agent', read_tools: ['Read', 'view_file'], stale_trigger_tokens: 50000, stale_keep_results: 3 });
+    assert.match(await get('/settings'), /<textarea id="compaction-read-tools" name="read_tools"[^>]*>Read\nview_file<\/textarea>/);
+    assert.equal((await submit('/settings/compaction', { mode: 'safe', budget: '' })).status, 303);
     assert.equal(compacted.response.headers.get('x-gateway-compaction'), 'whitespace');
     assert.equal((gw.fake.calls.last()!.body as { messages: { content: string }[] }).messages[2]!.content, 'second\n\nfile');
 

@@ -7,7 +7,7 @@ import { describe, test } from 'node:test';
 import { Worker } from 'node:worker_threads';
 import fc from 'fast-check';
 import { createFakeProvider } from '../../../tools/fake-provider/server.ts';
-import { chatBody, HOSTILE_LIMITS, HOSTILE_MODES, HOSTILE_UNITS, type HostileTenant, hostileText, manyKeysBody, nestedBody } from '../../../tools/hostile-inputs.ts';
+import { agentBody, chatBody, HOSTILE_LIMITS, HOSTILE_MODES, HOSTILE_UNITS, type HostileTenant, hostileText, manyKeysBody, nestedBody } from '../../../tools/hostile-inputs.ts';
 import { freePort } from '../../helpers/auth.ts';
 import { startServiceProcess } from '../../helpers/service-process.ts';
 
@@ -21,7 +21,7 @@ import { startServiceProcess } from '../../helpers/service-process.ts';
  * the classifier and the tokenizer once
  * backtracked on (indented lines, call sites, inline maths, slashes and
  * newlines), special tokens' spellings, deep nesting and many keys, sent in
- * every mode: compaction off, safe, aggressive and under a token budget;
+ * every mode: compaction off, safe, agent, aggressive and under a token budget;
  * `auto` routing and a named model with its default fallbacks (context-window
  * fits); the cache on and X-Gateway-No-Cache; streamed and not; Anthropic's
  * prompt-cache breakpoints; a tenant with budgets, and one without a
@@ -172,11 +172,14 @@ describe('hostile request content through every stage and mode: linear, bounded,
       for (const mode of HOSTILE_MODES) {
         await send(`${name}; ${mode.name}`, keys[mode.tenant], chatBody(text, mode.model, mode.stream), mode.headers);
       }
+      // Agent mode counts the whole prompt and compares reads: the text as the results of six reads of one file.
+      await send(`${name}; agent, six reads`, keys.full, agentBody(text, 'openai/gpt-4o-mini', false), { 'x-gateway-compact': 'agent', 'x-gateway-no-cache': 'true' });
     }
     for (const [name, unit] of [['spaces', ' '], ['one letter', 'a'], ['newlines', '\n']] as const) {
       const text = hostileText(unit, BIG_RUN);
       const mb = (Buffer.byteLength(chatBody(text, 'auto', false)) / 1e6).toFixed(1);
       await send(`${name}, ${mb} MB; auto, safe`, keys.full, chatBody(text, 'auto', false), { 'x-gateway-compact': 'safe' });
+      await send(`${name}, ${mb} MB; agent, six reads`, keys.full, agentBody(text, 'openai/gpt-4o-mini', false), { 'x-gateway-compact': 'agent' });
       await send(`${name}, ${mb} MB; token budget 1000`, keys.full, chatBody(text, 'openai/gpt-4o-mini', false), { 'x-gateway-compact': '1000' });
     }
     // As in the property-based suite (test/reliability/hostile-input.test.ts): generated texts, seeded, whose runs of

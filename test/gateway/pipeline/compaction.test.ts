@@ -10,6 +10,8 @@ type Messages = OpenAI.ChatCompletionMessageParam[];
 const mini = catalogEntry('openai', 'gpt-4o-mini')!;
 const FILE = Array.from({ length: 60 }, (_, i) => `export function helper${i}(x: number) {   \r\n  return x * ${i};\r\n}`).join('\r\n\r\n\r\n');
 const LOG = Array.from({ length: 900 }, (_, i) => `ok ${i} - test case number ${i} passes`).join('\n');
+/** The latest exchange's log: as long, never cut. */
+const LOG2 = Array.from({ length: 900 }, (_, i) => `ok ${i} - second run, case ${i} passes`).join('\n');
 const TOOLS: OpenAI.ChatCompletionTool[] = [
   { type: 'function', function: { name: 'read_file', description: 'Read a file.', parameters: { type: 'object', properties: { path: { type: 'string' } } } } },
 ];
@@ -29,6 +31,8 @@ const SESSION: Messages = [
   { role: 'tool', tool_call_id: 'call_2', content: FILE },
   call('call_3', '{"path":"test.log"}'),
   { role: 'tool', tool_call_id: 'call_3', content: LOG },
+  call('call_4', '{"path":"test-2.log"}'),
+  { role: 'tool', tool_call_id: 'call_4', content: LOG2 },
   { role: 'user', content: 'Now   what?  ' },
 ];
 
@@ -65,6 +69,7 @@ for (const kind of DB_KINDS) {
       assert.equal(sent[3]!.content, FILE.replace(/ +\r\n/g, '\n').replace(/\r\n/g, '\n').replace(/\n\n\n+/g, '\n\n'));
       assert.equal(sent[5]!.content, '[gateway: identical to the result of tool call call_1 (read_file) above; this repeated copy was removed]');
       assert.equal(sent[7]!.content, LOG, 'safe never cuts a tool output');
+      assert.equal(sent[9]!.content, LOG2);
       assert.deepEqual((gw.fake.calls.last()!.body as { tools: unknown }).tools, TOOLS, 'tool definitions untouched');
       const h = response.headers;
       assert.equal(h.get('x-gateway-compaction'), 'whitespace,repeats');
@@ -91,6 +96,8 @@ for (const kind of DB_KINDS) {
       const log = String(received()[7]!.content);
       assert.match(log, /\[gateway: [\d,]+ lines \([\d,]+ characters\) removed from the middle of this output\]/);
       assert.ok(log.startsWith('ok 0 - ') && log.endsWith('ok 899 - test case number 899 passes'));
+      assert.equal(received()[9]!.content, LOG2, 'the latest exchange (what the model answers now) arrives whole');
+      assert.deepEqual(received().slice(8), SESSION.slice(8));
       const off = await send('off');
       assert.equal(off.response.headers.get('x-gateway-compaction'), 'none');
       assert.deepEqual(received(), SESSION);
@@ -123,7 +130,7 @@ for (const kind of DB_KINDS) {
 
     test('a budget that cannot be met: 400 compaction_budget_unreachable, nothing sent upstream', async () => {
       const before = gw.fake.calls.count;
-      // The last exchange (the test log, cut to its head and tail) alone is over 200 tokens.
+      // The last exchange (the second test log, whole) alone is over 200 tokens.
       await assert.rejects(send('200', SESSION.slice(0, -1)), (err: unknown) => {
         assert.ok(err instanceof OpenAI.APIError);
         assert.equal(err.status, 400);
@@ -134,6 +141,28 @@ for (const kind of DB_KINDS) {
       assert.equal(gw.fake.calls.count, before);
     });
 
+    test('agent: past the trigger, the oldest tool results are cleared in a batch, the recent ones and the latest exchange kept; the tenant sets the knobs', async () => {
+      const long: Messages = [SESSION[0]!, SESSION[1]!];
+      for (let n = 1; n <= 12; n++) {
+        long.push(call(`c${n}`, `{"path":"src/file${n}.ts"}`));
+        long.push({ role: 'tool', tool_call_id: `c${n}`, content: `// file ${n}\n${'const value = compute(input, options);\n'.repeat(120)}${n}` });
+      }
+      const patched = await gw.api('/api/v1/tenant', {
+        method: 'PATCH',
+        token: t.session,
+        body: { settings: { compaction: { default: 'agent', stale_trigger_tokens: 6000, stale_keep_results: 2, stale_batch_tokens: 2000 } } },
+      });
+      assert.equal(patched.status, 200);
+      const { response } = await send(undefined, long);
+      assert.equal(response.headers.get('x-gateway-compaction'), 'stale-results');
+      const sent = received();
+      assert.ok(countPromptTokens(sent, TOOLS) <= 6000, `${countPromptTokens(sent, TOOLS)} tokens`);
+      assert.equal(sent[3]!.content, '[gateway: the result of read_file call c1 was cleared to save context; call the tool again if it is needed]');
+      assert.deepEqual(sent.slice(-6), long.slice(-6), 'the two most recent results and the latest exchange are whole');
+      assert.equal(sent.length, long.length, 'nothing dropped');
+      await gw.api('/api/v1/tenant', { method: 'PATCH', token: t.session, body: { settings: { compaction: null } } });
+    });
+
     test('an invalid X-Gateway-Compact: 400 in the OpenAI shape naming the header', async () => {
       const before = gw.fake.calls.count;
       for (const bad of ['maximal', '50', 'safe, off']) {
@@ -142,7 +171,7 @@ for (const kind of DB_KINDS) {
           assert.equal(err.status, 400);
           assert.equal(err.code, 'invalid_header');
           assert.equal(err.type, 'invalid_request_error');
-          assert.match(err.message, /X-Gateway-Compact: must be off, safe, aggressive, or a token budget/);
+          assert.match(err.message, /X-Gateway-Compact: must be off, safe, agent, aggressive, or a token budget/);
           return true;
         });
       }

@@ -146,7 +146,7 @@ function requestHeaders(): string {
       ['X-Gateway-Session-Id: <id>', 'Groups a conversation’s calls (1 to 128 printable ASCII characters): the usage and request log filter by it, routing keeps the conversation on one model, and provider prompt caching turns on.'],
       ['X-Gateway-Tag: <tag>', 'A label of yours (1 to 128 printable ASCII characters), e.g. a feature or customer, to filter and group usage by.'],
       ['X-Gateway-No-Cache: true', 'Neither read nor write the response cache, and do not join an identical call in flight.'],
-      ['X-Gateway-Compact: off | safe | aggressive | <tokens>', 'This call’s prompt compaction, over the workspace’s default (Settings).'],
+      ['X-Gateway-Compact: off | safe | agent | aggressive | <tokens>', 'This call’s prompt compaction, over the workspace’s default (Settings).'],
       ['X-Gateway-No-Route: true', 'Call exactly the model named: no routing, no fallback (retries still happen). Not with model auto.'],
       ['X-Gateway-Prompt-Cache: on | off', 'Provider prompt-cache hints for this call, over the workspace’s setting.'],
     ])}

@@ -16,6 +16,8 @@ const PARSED_BODY_CHARS = 2 * 1024 * 1024;
 const COMPACTION: Record<string, string> = {
   whitespace: 'whitespace: line endings, trailing spaces and runs of blank lines in tool outputs and assistant text',
   repeats: 'repeats: a tool output or assistant text identical to an earlier one, replaced by a pointer to it',
+  'superseded-reads': 'superseded-reads: an earlier read of a file replaced by a pointer to a later read of it',
+  'stale-results': 'stale-results: the oldest tool results cleared past the prompt size set, each replaced by a note naming its call',
   'tool-output': 'tool-output: the middle of a long tool output cut, its head and tail kept',
   'drop-turns': 'drop-turns: the oldest middle turns dropped (each tool call with its results) to fit the token budget',
 };

@@ -4,7 +4,7 @@ import { COMPACT_MODE_TEXT, formatCompactMode } from '../../compaction/mode.ts';
 import type { GatewayConfig } from '../../config.ts';
 import { promptCacheWanted } from '../../prompt-cache/mode.ts';
 import { CacheSettings } from '../../settings/cache.ts';
-import { CompactionSettings } from '../../settings/compaction.ts';
+import { CompactionSettings, DEFAULT_READ_TOOLS, STALE_DEFAULTS } from '../../settings/compaction.ts';
 import { PromptCacheSettings } from '../../settings/prompt-cache.ts';
 import { RoutingSettings } from '../../settings/routing.ts';
 import type { TenantSettings } from '../../tenant-settings.ts';
@@ -183,7 +183,13 @@ const routing: SectionForm = {
 // Compaction
 
 const BUDGET_TEXT = COMPACT_MODE_TEXT.slice(COMPACT_MODE_TEXT.indexOf('a token budget'));
-const MODES = ['off', 'safe', 'aggressive'] as const;
+const MODES = ['off', 'safe', 'agent', 'aggressive'] as const;
+const compactionProps = CompactionSettings.properties;
+const STALE_FIELDS = [
+  ['stale_trigger_tokens', 'Clear old tool results past (prompt tokens)', STALE_DEFAULTS.triggerTokens, 'Agent and above: once the prompt is larger, the oldest tool results are replaced by a note naming the call.'],
+  ['stale_keep_results', 'Most recent tool results always kept', STALE_DEFAULTS.keepResults, 'Never cleared, nor anything in the exchange the model is answering now.'],
+  ['stale_batch_tokens', 'Clear at least (tokens at a time)', STALE_DEFAULTS.batchTokens, 'Results are cleared in blocks of at least this many tokens, so the provider’s prompt cache is broken rarely.'],
+] as const;
 
 const compaction: SectionForm = {
   key: 'compaction',
@@ -191,12 +197,18 @@ const compaction: SectionForm = {
   title: 'Compaction',
   intro:
     'Makes prompts smaller before they are sent: formatting nobody sees, repeated tool outputs, the middle of very long logs, and under a token budget the oldest turns. The system prompt, tool definitions and your users’ words are never touched. A call’s X-Gateway-Compact header overrides this default.',
-  fields: short('mode', 'budget'),
+  fields: [...short('mode', 'budget', ...STALE_FIELDS.map(([name]) => name)), { name: 'read_tools', maxLength: 64 * 66 }],
   schema: CompactionSettings,
   values: ({ compaction: c = {} }) => {
     const stored = c.default;
-    if (stored === undefined) return { mode: '', budget: '' };
-    return (MODES as readonly string[]).includes(stored) ? { mode: stored, budget: '' } : { mode: 'budget', budget: stored };
+    const knobs = {
+      read_tools: c.read_tools?.join('\n') ?? '',
+      stale_trigger_tokens: str(c.stale_trigger_tokens),
+      stale_keep_results: str(c.stale_keep_results),
+      stale_batch_tokens: str(c.stale_batch_tokens),
+    };
+    if (stored === undefined) return { mode: '', budget: '', ...knobs };
+    return (MODES as readonly string[]).includes(stored) ? { mode: stored, budget: '', ...knobs } : { mode: 'budget', budget: stored, ...knobs };
   },
   render(v, e, d) {
     return [
@@ -206,7 +218,7 @@ const compaction: SectionForm = {
         label: 'Default mode',
         value: v['mode'] ?? '',
         error: e['mode'],
-        hint: 'off: the body goes upstream as sent. safe: whitespace normalized, exact repeats replaced by a reference (recommended for agents). aggressive: safe, and long tool outputs cut to their head and tail. Token budget: aggressive, and the oldest middle turns dropped until the prompt fits.',
+        hint: 'off: the body goes upstream as sent. safe: whitespace normalized, exact repeats and superseded file reads replaced by a reference. agent: safe, and past a prompt size the oldest tool results cleared in batches (recommended for agents). aggressive: agent, and long tool outputs cut to their head and tail. Token budget: aggressive, and the oldest middle turns dropped until the prompt fits. The exchange the model is answering now is never changed.',
         options: [
           { value: '', label: `Gateway default (${d.compaction})` },
           ...MODES.map((m) => ({ value: m, label: m })),
@@ -214,6 +226,10 @@ const compaction: SectionForm = {
         ],
       }),
       field({ id: 'compaction-budget', name: 'budget', label: 'Token budget', value: v['budget'] ?? '', error: e['budget'], inputmode: 'numeric', maxlength: 16, autocomplete: 'off', hint: `With the mode “Token budget”: ${BUDGET_TEXT}. A prompt that cannot be made to fit is refused (400) before anything is sent.` }),
+      textareaField({ id: 'compaction-read-tools', name: 'read_tools', label: 'Read tools', value: v['read_tools'] ?? '', error: e['read_tools'], rows: 3, hint: `Tools whose results are file reads (an earlier read superseded by a later one is replaced by a reference), one per line, up to 64 names of up to 64 characters. Empty: ${DEFAULT_READ_TOOLS.join(', ')}.` }),
+      ...STALE_FIELDS.map(([name, label, fallback, hint]) =>
+        field({ id: `compaction-${name.replaceAll('_', '-')}`, name, label, value: v[name] ?? '', error: e[name], inputmode: 'numeric', maxlength: 16, autocomplete: 'off', hint: `${hint} ${capitalize(wholeRange(compactionProps[name]))}; empty: the gateway’s default, ${fallback.toLocaleString('en-US')}.` }),
+      ),
     ].join('');
   },
   parse(body): ReturnType<SectionForm['parse']> {
@@ -222,8 +238,20 @@ const compaction: SectionForm = {
     if (mode !== 'budget' && budget !== '') return { ok: false, errors: { budget: 'Choose the mode “Token budget” to use a budget, or empty this field.' } };
     if (mode === 'budget' && budget === '') return { ok: false, errors: { budget: `Enter ${BUDGET_TEXT}.` } };
     if (mode !== '' && mode !== 'budget' && !(MODES as readonly string[]).includes(mode)) return { ok: false, errors: { mode: 'Choose one of the modes listed.' } };
-    const section: Record<string, string> = mode === '' ? {} : { default: mode === 'budget' ? budget : mode };
+    const section: Record<string, unknown> = mode === '' ? {} : { default: mode === 'budget' ? budget : mode };
     if (!Value.Check(CompactionSettings, section)) return { ok: false, errors: { budget: `Enter ${BUDGET_TEXT}.` } };
+    const readTools = formText(body, 'read_tools').split(/\s+/).filter((t) => t !== '');
+    if (readTools.length > 0) {
+      if (!Value.Check(compactionProps.read_tools, readTools)) return { ok: false, errors: { read_tools: 'Name at most 64 tools, each of at most 64 characters.' } };
+      section['read_tools'] = readTools;
+    }
+    const errors: FieldErrors = {};
+    for (const [name, label] of STALE_FIELDS) {
+      const parsed = parseWhole(body, name, label, compactionProps[name]);
+      if (!parsed.ok) errors[name] = parsed.error;
+      else if (parsed.value !== undefined) section[name] = parsed.value;
+    }
+    if (Object.keys(errors).length > 0) return { ok: false, errors };
     return { ok: true, section };
   },
 };

@@ -1,9 +1,10 @@
 import { HttpProblem } from '../../../platform/errors.ts';
 import type { Message } from '../../compaction/messages.ts';
 import { COMPACT_MODE_TEXT, type CompactMode, parseCompactMode } from '../../compaction/mode.ts';
-import { compactMessages } from '../../compaction/planner.ts';
+import { type CompactOptions, compactMessages, DEFAULT_COMPACT_OPTIONS } from '../../compaction/planner.ts';
 import { rewriteMessages } from '../../compaction/rewrite.ts';
 import { PromptTokenCounter } from '../../compaction/token-counts.ts';
+import { DEFAULT_READ_TOOLS, STALE_DEFAULTS } from '../../settings/compaction.ts';
 import { invalidHeader } from '../../openai-errors.ts';
 import type { Call, Stage } from '../call.ts';
 
@@ -25,8 +26,9 @@ export function compactionStage(gatewayDefault: CompactMode): Stage {
     try {
       const mode = modeOf(call, gatewayDefault);
       if (mode.kind === 'off') return next();
-      if (textLength(call.body.messages) > LONG_PROMPT) return compactLongPrompt(call, next, mode, counter);
-      compacted = compactMessages(call.body.messages as Message[], call.body.tools, mode, counter);
+      const options = optionsOf(call);
+      if (textLength(call.body.messages) > LONG_PROMPT) return compactLongPrompt(call, next, mode, counter, options);
+      compacted = compactMessages(call.body.messages as Message[], call.body.tools, mode, counter, options);
       if (compacted.unmet !== undefined && mode.kind === 'budget') throw budgetUnreachable(mode.tokens, compacted.unmet);
     } catch (err) {
       return Promise.reject(err);
@@ -40,27 +42,49 @@ export function compactionStage(gatewayDefault: CompactMode): Stage {
 const LONG_PROMPT = 65_536;
 
 /**
- * A long prompt: the token counts the planner will ask for (every message
- * and the tools under a budget, else the messages the strategies change,
- * before and after) are counted first, handing the event loop back as it
- * goes, so that the planner, which counts synchronously, finds them all
- * remembered instead of tokenizing megabytes in one go (75 to 170 ms a
- * megabyte, every other call held up meanwhile).
+ * A long prompt: the token counts the planner will ask for are counted
+ * first, handing the event loop back as it goes, so that the planner, which
+ * counts synchronously, finds them all remembered instead of tokenizing
+ * megabytes in one go (75 to 170 ms a megabyte, every other call held up
+ * meanwhile). Every mode needs the client's messages (superseded-reads
+ * weighs a replacement against the tokens after it; agent and above and
+ * budgets count the whole prompt) and their whitespace-normalized forms;
+ * aggressive and budgets also the tool outputs' cut forms. A message's final
+ * form is one of these or a short gateway note.
  */
-async function compactLongPrompt(call: Call, next: () => Promise<void>, mode: Exclude<CompactMode, { kind: 'off' }>, counter: PromptTokenCounter): Promise<void> {
+async function compactLongPrompt(
+  call: Call,
+  next: () => Promise<void>,
+  mode: Exclude<CompactMode, { kind: 'off' }>,
+  counter: PromptTokenCounter,
+  options: CompactOptions,
+): Promise<void> {
   const messages = call.body.messages as Message[];
-  const rewritten = rewriteMessages(messages, { cutToolOutputs: mode.kind !== 'safe' }).messages;
-  if (mode.kind === 'budget') {
-    await counter.remember(messages, call.body.tools);
-    await counter.remember(rewritten, undefined);
-  } else {
-    const changed = rewritten.flatMap((m, i) => (m === messages[i] ? [] : [messages[i]!, m]));
-    await counter.remember(changed, undefined);
+  await counter.remember(messages, call.body.tools);
+  await counter.remember(rewriteMessages(messages, { cutToolOutputs: false, repeats: false }).messages, undefined);
+  if (mode.kind === 'aggressive' || mode.kind === 'budget') {
+    await counter.remember(rewriteMessages(messages, { cutToolOutputs: true, repeats: false }).messages, undefined);
   }
-  const compacted = compactMessages(messages, call.body.tools, mode, counter);
+  const compacted = compactMessages(messages, call.body.tools, mode, counter, options);
   if (compacted.unmet !== undefined && mode.kind === 'budget') throw budgetUnreachable(mode.tokens, compacted.unmet);
   if (compacted.applied.length === 0) return next();
   return compactedCall(call, next, compacted);
+}
+
+/** The tenant's knobs (settings.compaction), the gateway's defaults where it sets none. */
+function optionsOf(call: Call): CompactOptions {
+  const c = call.tenant.settings.compaction;
+  if (c === undefined || (c.read_tools === undefined && c.stale_trigger_tokens === undefined && c.stale_keep_results === undefined && c.stale_batch_tokens === undefined)) {
+    return DEFAULT_COMPACT_OPTIONS;
+  }
+  return {
+    readTools: new Set(c.read_tools ?? DEFAULT_READ_TOOLS),
+    stale: {
+      triggerTokens: c.stale_trigger_tokens ?? STALE_DEFAULTS.triggerTokens,
+      keepResults: c.stale_keep_results ?? STALE_DEFAULTS.keepResults,
+      batchTokens: c.stale_batch_tokens ?? STALE_DEFAULTS.batchTokens,
+    },
+  };
 }
 
 /** The characters of the messages' texts (strings and text parts). */
