@@ -1,3 +1,4 @@
+import { catalogEntry } from '../../src/gateway/catalog/catalog.ts';
 import { fmt } from './format.ts';
 import type { Row } from './report.ts';
 import type { ClientName } from './savings-clients.ts';
@@ -111,4 +112,23 @@ export function wayRow(model: string, client: ClientName, way: { name: string; t
     target,
     pass,
   };
+}
+
+/**
+ * How low any compaction that sends each turn's latest exchange whole could
+ * take this client's bill: the direct bill less everything its cache reads
+ * cost (as if every token before the latest exchange were free), leaving
+ * what it paid for each turn's new tokens (written, or sent uncached) and
+ * for the output. A floor, not a reachable figure: the system prompt and
+ * tools are read on every turn too.
+ */
+export function floorDetail(label: string, model: string, direct: Replay): string {
+  const entry = catalogEntry(model.split('/')[0]!, model.slice(model.indexOf('/') + 1));
+  if (entry === undefined || direct.billedUsd === 0) return `${label}: no floor (no catalog price).`;
+  const reads = (direct.tokens.read * entry.cachedInput) / 1e6;
+  const floor = direct.billedUsd - reads;
+  return (
+    `${label}: floor for any compaction that keeps the latest exchange whole: ${usd(floor)} (${fmt(floor / direct.billedUsd, 2)}x the direct bill): ` +
+    `the direct bill ${usd(direct.billedUsd)} less its cache reads ${usd(reads)}; what remains is each turn's new tokens and the output.`
+  );
 }
