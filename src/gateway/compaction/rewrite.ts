@@ -204,7 +204,10 @@ function clearStaleResults(
   const recent = results.length - stale.keepResults;
   const clearableBefore = Math.min(latest, recent <= 0 ? 0 : recent < results.length ? results[recent]! : kept.length);
   if (clearableBefore === 0) return 0;
-  let prompt = counter.prompt(out, undefined) + stale.toolTokens;
+  // Measured on the client's messages, which only grow from turn to turn, so the number of blocks cleared never goes
+  // down (measured on the compacted prompt, it could: the previous latest exchange compacted next turn shrinks it, and a
+  // block cleared last turn would come back, breaking the cached prefix twice).
+  let prompt = counter.prompt(kept, undefined) + stale.toolTokens;
   if (prompt <= stale.triggerTokens) return 0;
   const candidates: StaleCandidate[] = [];
   for (const k of results) {
@@ -215,11 +218,11 @@ function clearStaleResults(
   const notes = new Map<number, Message>();
   while (cleared < clearable && prompt > stale.triggerTokens) {
     for (const { at } of blocks[cleared]!) {
-      if (replaced[at] !== undefined) continue; // already a short reference
       const message = out[at]!;
       const id = message.tool_call_id;
       const note = { ...message, content: noteContent(message.content, staleNote(id, typeof id === 'string' ? toolNames.get(id) : undefined)) };
-      prompt -= counter.message(message) - counter.message(note);
+      prompt -= counter.message(kept[at]) - counter.message(note);
+      if (replaced[at] !== undefined) continue; // already a short reference
       notes.set(at, note);
     }
     cleared++;

@@ -102,6 +102,8 @@ describe('prefix stability', () => {
           for (const request of turns(messages)) {
             const out = compactMessages(request, tools, { kind }, counter, options);
             if (kind !== 'agent' && kind !== 'aggressive') assert.equal(out.clearedBlocks, 0);
+            // The client's history only grows: a block cleared once stays cleared (else the prefix would break twice).
+            if (previous) assert.ok(out.clearedBlocks >= previous.cleared, `${out.clearedBlocks} blocks cleared after ${previous.cleared}`);
             if (previous && out.clearedBlocks === previous.cleared) {
               compared++;
               for (let k = 0; k < previous.latest; k++) {

@@ -32,6 +32,22 @@ describe('stale-results', () => {
     assert.ok(out.clearedBlocks >= 1);
   });
 
+  test('a block once cleared stays cleared when the prompt shrinks (the previous latest exchange compacted a turn later)', () => {
+    // Turn A ends with a result that repeats c1's output: whole while it is the latest exchange, a reference after.
+    const turnA: Message[] = [...session(6)];
+    turnA.push({ role: 'assistant', content: null, tool_calls: [{ id: 'c7', type: 'function', function: { name: 'bash', arguments: '{"n":1}' } }] });
+    turnA.push({ role: 'tool', tool_call_id: 'c7', content: output(1) });
+    const turnB: Message[] = [...turnA, { role: 'assistant', content: 'noted' }, { role: 'user', content: 'next' }];
+    const trigger = countPromptTokens(turnA) - 400;
+    const opts = { ...DEFAULT_COMPACT_OPTIONS, stale: { triggerTokens: trigger, keepResults: 2, batchTokens: 500 } };
+    const a = compactMessages(turnA, undefined, { kind: 'agent' }, counter, opts);
+    const b = compactMessages(turnB, undefined, { kind: 'agent' }, counter, opts);
+    assert.equal(a.clearedBlocks, 1);
+    assert.ok(countPromptTokens(b.messages) < trigger, 'turn B shrank below the trigger once c7 became a reference');
+    assert.equal(b.clearedBlocks, 1, 'c1 stays cleared');
+    assert.deepEqual(b.messages.slice(0, 4), a.messages.slice(0, 4), 'the prefix is sent again byte for byte');
+  });
+
   test('batches: between two turns that clear as many blocks the bytes are the same; a new block clears at least the batch size', () => {
     let previous: ReturnType<typeof agent> | undefined;
     let batches = 0;
