@@ -205,7 +205,8 @@ describe("the console's figures in Chromium", { skip: chromiumSkip }, () => {
     assert.equal(hit.get('x-gateway-cost'), '0');
     assert.equal(hit.get('x-gateway-cost-saved'), miss.get('x-gateway-cost'), 'the hit saved what the first call cost');
 
-    // An agent's turn with a long build log as a tool output: aggressive compaction cuts its middle.
+    // An agent's turn with a long build log as a tool output, older than the latest exchange (which is never changed):
+    // aggressive compaction cuts its middle.
     const log = Array.from({ length: 400 }, (_, i) => `[build] step ${i}: compiled module-${i}.ts in ${(i * 7) % 97} ms, 0 warnings`).join('\n');
     const compacted = await ask(
       'compacted',
@@ -214,6 +215,7 @@ describe("the console's figures in Chromium", { skip: chromiumSkip }, () => {
           { role: 'user', content: 'Why did the build get slower?' },
           { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'read_log', arguments: '{"file":"build.log"}' } }] },
           { role: 'tool', tool_call_id: 'call_1', content: log },
+          { role: 'assistant', content: 'Step 212 is the slow one.' },
           { role: 'user', content: 'Well?' },
         ],
       },

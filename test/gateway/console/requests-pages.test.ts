@@ -430,6 +430,8 @@ for (const kind of DB_KINDS) {
         { role: 'tool', tool_call_id: 'c1', content: file },
         call('c2'),
         { role: 'tool', tool_call_id: 'c2', content: file },
+        // The copy is older than the latest exchange (the last assistant message and what follows), which is never changed.
+        { role: 'assistant', content: 'Both reads are the same.' },
         { role: 'user', content: 'Now?' },
       ];
       const { response } = await ask({ messages }, { 'X-Gateway-Compact': 'safe', 'X-Gateway-No-Cache': 'true' });
