@@ -231,8 +231,9 @@ ratio against a baseline measured in the same run, or a latency bound that must 
    most agent frameworks send: for Anthropic, \`cache_control\` on the last tool, the system prompt and the last message,
    tool results always as text parts; for OpenAI, a \`prompt_cache_key\` from the session id). Each client is sent directly
    to the fake provider (Anthropic requests as the adapter translates them without a plan, which carries the client's
-   breakpoints over) and through the gateway with \`X-Gateway-Compact\` \`off\`, \`safe\`, \`agent\`, \`aggressive\`, and
-   \`aggressive\` with the tenant's routing on; a way the gateway refuses with a 400 is skipped and its reason recorded.
+   breakpoints over) and through the gateway with \`X-Gateway-Compact\` \`off\`, \`safe\`, \`agent\` (with its defaults,
+   and with the tenant's knobs turned down for short sessions: trigger 8,000 tokens, keep 3, batch 4,000), \`aggressive\`,
+   and \`aggressive\` with the tenant's routing on; a way the gateway refuses with a 400 is skipped and its reason recorded.
    Each way runs against a fresh fake with its prompt-cache simulation on (tools/fake-provider/README.md; OpenAI requests
    routed by their first 256 tokens and \`prompt_cache_key\`); the fake's answers are as long as the corpus's. Cost: what
    each fake billed, priced with the catalog; the measured saving is the same client's direct bill minus the way's. The
@@ -244,6 +245,8 @@ ratio against a baseline measured in the same run, or a latency bound that must 
    after it) differs from the client's, whitespace normalization and cache_control aside. Targets: the claim within 5 %
    of the measured saving (within 1 % of the direct bill when the saving is under 1 % of it), the latest exchange intact
    in every turn, \`off\` and \`safe\` at most 1.00x direct, \`agent\` at most 0.50x direct for the cache-aware client.
+   Beside it, the floor no compaction that sends each latest exchange whole can go under: the cache-aware client's direct
+   bill less what its cache reads cost, which leaves each turn's new tokens (written or sent uncached) and the output.
 8. **The console on a million usage records** (bench/benchmarks/console-pages.ts): each console page and the API's usage and
    request-log queries, p95 against 200 ms; its method and full table are in its own section after the results.
 9. **The gateway before and after a change that must not cost the hot path** (bench/benchmarks/gateway-before-after.ts,

@@ -15,8 +15,9 @@ import type { Call, Stage } from '../call.ts';
  * The mode: X-Gateway-Compact, else the tenant's `settings.compaction.default`,
  * else GATEWAY_COMPACT_DEFAULT. `off` does nothing at all (the body goes on
  * as the same object). What it removed is counted with the token counter
- * (src/gateway/tokens.ts) and, once the call has been made, priced at the
- * input price of the model that answered.
+ * (src/gateway/tokens.ts); what that saved, against the client's own request
+ * sent directly, is the savings stage's to say once the call has been made
+ * (stages/savings.ts), from the client's messages kept on the call.
  */
 export function compactionStage(gatewayDefault: CompactMode): Stage {
   const counter = new PromptTokenCounter();
