@@ -88,7 +88,8 @@ export function accountSavings(a: AccountInput): Accounted {
   const { client, sent, entry, usage, now } = a;
   const guess = usage.cachedTokens > 0;
   const direct = model(client, clientMarks(client), a.previous?.client, a, guess, now);
-  const sent0 = model(sent, clientMarks(sent), a.previous?.sent0, a, guess, now);
+  // Nothing compacted, now or in the state it follows: the request as sent is the client's, modeled once.
+  const sent0 = sent === client && a.previous?.sent0 === a.previous?.client ? direct : model(sent, clientMarks(sent), a.previous?.sent0, a, guess, now);
   const sent1 = a.explicit ? model(sent, allMarks(sent), a.previous?.sent1, a, guess, now) : sent0;
   const scale = clampScale(usage.promptTokens / sent.total);
   const price = (m: Modeled, at: CatalogModel) => {

@@ -145,7 +145,7 @@ export class ProfileBuilder {
       if (piece.ttlMs > p.ttlMs) p.ttlMs = piece.ttlMs;
       at++;
     };
-    if (hasTools) add(await this.#toolsPiece(tools as unknown[]), gateway?.tools === true);
+    if (hasTools) add(await this.#toolsPiece(tools as unknown[], anthropicOrder), gateway?.tools === true);
     let lastSystem = -1;
     for (let k = 0; k < order.length; k++) if (isSystemRole(roleOf(messages[order[k]!]))) lastSystem = k;
     const gatewayMessages = new Set(gateway?.messages ?? []);
@@ -167,7 +167,7 @@ export class ProfileBuilder {
     if (!isObject(before) || !isObject(now)) return;
     const content = mapText(before['content'], normalizeWhitespace);
     const earlier = { ...before, content };
-    const key = keyOf(`m${JSON.stringify(earlier, canonical) ?? ''}`);
+    const key = keyOf(`m${JSON.stringify(earlier) ?? ''}`);
     const a = textOf(content);
     const b = textOf(now['content']);
     let common = 0;
@@ -204,8 +204,8 @@ export class ProfileBuilder {
     return tokens;
   }
 
-  async #toolsPiece(tools: unknown[]): Promise<Piece> {
-    const json = JSON.stringify(tools, canonical) ?? '';
+  async #toolsPiece(tools: unknown[], explicit: boolean): Promise<Piece> {
+    const json = (explicit ? JSON.stringify(tools, canonical) : JSON.stringify(tools)) ?? '';
     const key = keyOf(`t${json}`);
     const tokens = await this.#count(key, json.length, [], tools);
     let client = false;
@@ -223,7 +223,8 @@ export class ProfileBuilder {
     const pieces = explicit ? this.#explicitPieces : this.#pieces;
     const known = object && pieces.get(object);
     if (known) return known;
-    const json = JSON.stringify(message, canonical) ?? '';
+    // Anthropic's cache compares blocks without their marks; an OpenAI-format prompt is compared as it is sent.
+    const json = (explicit ? JSON.stringify(message, canonical) : JSON.stringify(message)) ?? '';
     const key = keyOf(`m${json}`);
     const counted = explicit && object && Array.isArray(object['tool_calls']) ? asBlocks(object) : message;
     const tokens = await this.#count(explicit ? `x${key}` : key, json.length, [counted], undefined);

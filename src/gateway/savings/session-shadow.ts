@@ -1,9 +1,10 @@
+import type { ConversationState } from './account.ts';
 import type { CacheState } from './cache-model.ts';
 
 /**
  * The previous request of each conversation, as the savings accounting
- * needs it (account.ts): one cache state per conversation, model and form
- * (as the client sent it, as the gateway sent it), per replica and bounded: at most `maxBytes` in all
+ * needs it (account.ts): per conversation and model, its cache states (as
+ * the client sent it, as the gateway sent it), per replica and bounded: at most `maxBytes` in all
  * (64 MiB by default) and a quarter of that per tenant, so that one
  * tenant's conversations can push out only its own. Least recently used
  * first. A conversation is a tenant's X-Gateway-Session-Id or, without one,
@@ -11,7 +12,7 @@ import type { CacheState } from './cache-model.ts';
  * served) is accounted as account.ts says: nothing is claimed on a guess.
  */
 export class ConversationShadow {
-  readonly #tenants = new Map<string, { entries: Map<string, { state: CacheState; bytes: number }>; bytes: number }>();
+  readonly #tenants = new Map<string, { entries: Map<string, { state: Partial<ConversationState>; bytes: number }>; bytes: number }>();
   readonly #maxBytes: number;
   readonly #perTenant: number;
   #bytes = 0;
@@ -25,7 +26,7 @@ export class ConversationShadow {
     return this.#bytes;
   }
 
-  get(tenantId: string, conversation: string): CacheState | undefined {
+  get(tenantId: string, conversation: string): Partial<ConversationState> | undefined {
     const tenant = this.#tenants.get(tenantId);
     const entry = tenant?.entries.get(conversation);
     if (!tenant || !entry) return undefined;
@@ -34,7 +35,7 @@ export class ConversationShadow {
     return entry.state;
   }
 
-  set(tenantId: string, conversation: string, state: CacheState): void {
+  set(tenantId: string, conversation: string, state: Partial<ConversationState>): void {
     const bytes = sizeOf(state) + conversation.length * 2;
     this.#remove(tenantId, conversation);
     if (bytes > this.#perTenant) return;
@@ -78,7 +79,15 @@ export class ConversationShadow {
   }
 }
 
-/** Bytes a state holds: 22 per element of its prompt, 8 per cached position, and a little for the objects. */
-function sizeOf(state: CacheState): number {
-  return state.profile.hashes.length * 22 + state.cached.length * 8 + 200;
+/** Bytes the states hold: 22 per element of each prompt profile (counted once when shared), 8 per cached position, and a little for the objects. */
+function sizeOf(state: Partial<ConversationState>): number {
+  const profiles = new Set<CacheState['profile']>();
+  let bytes = 200;
+  for (const s of [state.client, state.sent0, state.sent1]) {
+    if (s === undefined) continue;
+    if (!profiles.has(s.profile)) bytes += s.profile.hashes.length * 22;
+    profiles.add(s.profile);
+    bytes += s.cached.length * 8 + 64;
+  }
+  return bytes;
 }

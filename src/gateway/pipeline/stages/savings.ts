@@ -44,8 +44,9 @@ export function savingsStage(options: { clock?: () => number; shadowBytes?: numb
     const client = compacted ? await builder.build(clientMessages, call.body.tools, explicit) : sent;
     const conversation = call.sessionId !== undefined ? `s:${call.sessionId}` : client.firstUser >= 0 ? `p:${client.hashes[client.firstUser]}` : undefined;
     const tenantId = call.tenant.tenantId;
-    const key = (form: string, ref: string) => `${conversation}\0${form}\0${ref}`;
-    const remembered = (form: string, ref: string) => (conversation === undefined ? undefined : shadow.get(tenantId, key(form, ref)));
+    const key = (ref: string) => `${conversation}\0${ref}`;
+    const remembered = (ref: string) => (conversation === undefined ? undefined : shadow.get(tenantId, key(ref)));
+    const previous = remembered(target.ref);
     let baseline: Baseline | undefined;
     if (named?.entry) {
       const namedExplicit = named.provider.format === 'anthropic';
@@ -53,7 +54,7 @@ export function savingsStage(options: { clock?: () => number; shadowBytes?: numb
         client: namedExplicit === explicit ? client : await builder.build(clientMessages, call.body.tools, namedExplicit),
         explicit: namedExplicit,
         minimum: anthropicMinimum(named.model),
-        previous: remembered('client', named.ref),
+        previous: remembered(named.ref)?.client,
         entry: named.entry,
       };
     }
@@ -62,7 +63,7 @@ export function savingsStage(options: { clock?: () => number; shadowBytes?: numb
       sent,
       explicit,
       minimum: anthropicMinimum(target.model),
-      previous: { client: remembered('client', target.ref), sent0: remembered('sent0', target.ref), sent1: remembered('sent1', target.ref) },
+      previous,
       usage,
       entry,
       baseline,
@@ -73,10 +74,8 @@ export function savingsStage(options: { clock?: () => number; shadowBytes?: numb
     call.saved.routing = result.routingUsd;
     call.providerCacheSaved = result.providerCacheUsd;
     if (conversation === undefined) return;
-    shadow.set(tenantId, key('client', target.ref), result.next.client);
-    shadow.set(tenantId, key('sent0', target.ref), result.next.sent0);
-    if (explicit) shadow.set(tenantId, key('sent1', target.ref), result.next.sent1);
-    if (named && result.nextBaseline) shadow.set(tenantId, key('client', named.ref), result.nextBaseline);
+    shadow.set(tenantId, key(target.ref), explicit ? result.next : { client: result.next.client, sent0: result.next.sent0 });
+    if (named && result.nextBaseline) shadow.set(tenantId, key(named.ref), { ...remembered(named.ref), client: result.nextBaseline });
   };
 }
 
