@@ -105,8 +105,12 @@ export class ProfileBuilder {
   readonly #pieces = new WeakMap<object, Piece>();
   readonly #explicitPieces = new WeakMap<object, Piece>();
 
-  constructor(counts: ElementCounts) {
+  /** False: digests only, every token count 0 (a state kept for later calls reads only its digests). */
+  readonly #counting: boolean;
+
+  constructor(counts: ElementCounts, options: { count?: boolean } = {}) {
     this.#counts = counts;
+    this.#counting = options.count !== false;
   }
 
   async build(messages: readonly unknown[], tools: unknown, anthropicOrder: boolean, gateway?: Breakpoints, original?: Original): Promise<PromptProfile> {
@@ -191,6 +195,7 @@ export class ProfileBuilder {
   #since = 0;
 
   async #count(key: string, length: number, messages: readonly unknown[], tools: unknown): Promise<number> {
+    if (!this.#counting) return 0;
     this.#since += length;
     if (this.#since >= SLICE) {
       this.#since = 0;

@@ -3,7 +3,7 @@ import type { PromptCachePlan } from '../../providers/types.ts';
 import { anthropicMinimum } from '../../prompt-cache/minimum.ts';
 import { promptCacheSavedUsd } from '../../prompt-cache/savings.ts';
 import { accountSavings, type Baseline } from '../../savings/account.ts';
-import { ElementCounts, ProfileBuilder } from '../../savings/prompt-profile.ts';
+import { ElementCounts, ProfileBuilder, type PromptProfile } from '../../savings/prompt-profile.ts';
 import { ConversationShadow } from '../../savings/session-shadow.ts';
 import type { Stage } from '../call.ts';
 
@@ -37,12 +37,28 @@ export function savingsStage(options: { clock?: () => number; shadowBytes?: numb
       return;
     }
     const explicit = target.provider.format === 'anthropic';
+    if (!compacted && gateway === undefined && !explicit && named === undefined) {
+      // An OpenAI-format call sent as the client sent it: nothing for the gateway to claim, all the caching is the
+      // provider's. Only its digests are kept, for a later call that is compacted (a previous request is read by its
+      // digests alone): no token counting on the path most calls take.
+      const profile = await new ProfileBuilder(counts, { count: false }).build(call.body.messages, call.body.tools, false);
+      const conversation = conversationOf(call.sessionId, profile);
+      const previous = conversation === undefined ? undefined : shadow.get(call.tenant.tenantId, `${conversation}\0${target.ref}`);
+      if (previous === undefined || previous.sent0 === previous.client) {
+        call.providerCacheSaved = promptCacheSavedUsd(usage, entry);
+        if (conversation !== undefined) {
+          const state = { profile, cached: [], at: now() };
+          shadow.set(call.tenant.tenantId, `${conversation}\0${target.ref}`, { client: state, sent0: state });
+        }
+        return;
+      }
+    }
     const builder = new ProfileBuilder(counts);
     // Uncompacted, the request sent is the client's: one profile serves both (the direct model reads only the client's marks).
     const original = compacted && call.compactionOrigin ? { messages: clientMessages, origin: call.compactionOrigin } : undefined;
     const sent = await builder.build(call.body.messages, call.body.tools, explicit, gateway, original);
     const client = compacted ? await builder.build(clientMessages, call.body.tools, explicit) : sent;
-    const conversation = call.sessionId !== undefined ? `s:${call.sessionId}` : client.firstUser >= 0 ? `p:${client.hashes[client.firstUser]}` : undefined;
+    const conversation = conversationOf(call.sessionId, client);
     const tenantId = call.tenant.tenantId;
     const key = (ref: string) => `${conversation}\0${ref}`;
     const remembered = (ref: string) => (conversation === undefined ? undefined : shadow.get(tenantId, key(ref)));
@@ -77,6 +93,11 @@ export function savingsStage(options: { clock?: () => number; shadowBytes?: numb
     shadow.set(tenantId, key(target.ref), explicit ? result.next : { client: result.next.client, sent0: result.next.sent0 });
     if (named && result.nextBaseline) shadow.set(tenantId, key(named.ref), { ...remembered(named.ref), client: result.nextBaseline });
   };
+}
+
+/** The tenant's X-Gateway-Session-Id, else the prompt's start (up to its first user message); undefined: neither. */
+function conversationOf(sessionId: string | undefined, p: PromptProfile): string | undefined {
+  return sessionId !== undefined ? `s:${sessionId}` : p.firstUser >= 0 ? `p:${p.hashes[p.firstUser]}` : undefined;
 }
 
 function gatewayBreakpoints(plan: PromptCachePlan | undefined) {
