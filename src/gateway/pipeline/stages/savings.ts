@@ -5,7 +5,7 @@ import { promptCacheSavedUsd } from '../../prompt-cache/savings.ts';
 import { accountSavings, type Baseline } from '../../savings/account.ts';
 import { ElementCounts, ProfileBuilder, type PromptProfile } from '../../savings/prompt-profile.ts';
 import { ConversationShadow } from '../../savings/session-shadow.ts';
-import type { Stage } from '../call.ts';
+import type { Call, Stage } from '../call.ts';
 
 /**
  * The savings accounting (savings/account.ts), the last stage before the
@@ -21,8 +21,7 @@ export function savingsStage(options: { clock?: () => number; shadowBytes?: numb
   const counts = new ElementCounts();
   const shadow = new ConversationShadow(options.shadowBytes);
   const now = options.clock ?? Date.now;
-  return async function accountSavingsStage(call, next) {
-    await next();
+  const account = async (call: Call): Promise<void> => {
     const usage = call.usage;
     const target = call.target;
     const entry = target?.entry;
@@ -92,6 +91,15 @@ export function savingsStage(options: { clock?: () => number; shadowBytes?: numb
     if (conversation === undefined) return;
     shadow.set(tenantId, key(target.ref), explicit ? result.next : { client: result.next.client, sent0: result.next.sent0 });
     if (named && result.nextBaseline) shadow.set(tenantId, key(named.ref), { ...remembered(named.ref), client: result.nextBaseline });
+  };
+  return async function accountSavingsStage(call, next) {
+    await next();
+    try {
+      await account(call);
+    } catch (err) {
+      // The call was answered: an accounting fault costs its savings figures (left as they were), never the answer.
+      call.log.error({ err, requestId: call.requestId }, 'savings accounting failed');
+    }
   };
 }
 
