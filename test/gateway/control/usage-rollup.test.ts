@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import type { Kysely } from 'kysely';
 import pino from 'pino';
 import { insertUsageRecords, UsageWriter } from '../../../src/gateway/data-plane/usage-writer.ts';
 import { gatewayMigrations } from '../../../src/gateway/migrations.ts';
@@ -146,6 +147,19 @@ function expected(records: readonly UsageRecordRow[], filter: UsageFilter, group
 }
 
 /** Integers exactly, money to a billionth of a dollar (sums in another order differ in the last bits). */
+/** Both tenants' whole-span reports (totals, by session, by day) agree with the records they were written from. */
+async function assertReportsAgree(db: Kysely<GatewayTables>, records: readonly UsageRecordRow[]): Promise<void> {
+  for (const tenantId of ['tenant-a', 'tenant-b']) {
+    const f: UsageFilter = { tenantId, from: T0, to: T0 + SPAN };
+    for (const groupBy of [undefined, 'session', 'day'] as const) {
+      const report = await usageReport({ db }, f, groupBy);
+      const want = expected(records, f, groupBy);
+      assertTotals(report.totals, want.totals, `${tenantId} ${groupBy}`);
+      for (const g of report.groups ?? []) assertTotals(g, want.groups.get(g.key)!, `${tenantId} ${groupBy} ${g.key}`);
+    }
+  }
+}
+
 function assertTotals(actual: UsageTotals, wanted: Totals, what: string): void {
   for (const [field, value] of Object.entries(wanted)) {
     const got = actual[field as keyof UsageTotals];
@@ -296,15 +310,7 @@ for (const kind of DB_KINDS) {
           .values(records.map(({ usage_flags: _, body_storage: __, saved_provider_cache_usd: ___, ...r }) => r) as unknown as UsageRecordRow[])
           .execute();
         await migrateToLatest(db, gatewayMigrations);
-        for (const tenantId of ['tenant-a', 'tenant-b']) {
-          const f: UsageFilter = { tenantId, from: T0, to: T0 + SPAN };
-          for (const groupBy of [undefined, 'session', 'day'] as const) {
-            const report = await usageReport({ db }, f, groupBy);
-            const want = expected(records, f, groupBy);
-            assertTotals(report.totals, want.totals, `${tenantId} ${groupBy}`);
-            for (const g of report.groups ?? []) assertTotals(g, want.groups.get(g.key)!, `${tenantId} ${groupBy} ${g.key}`);
-          }
-        }
+        await assertReportsAgree(db, records);
       } finally {
         await closeDatabase(db);
         await database.drop();
@@ -333,15 +339,7 @@ for (const kind of DB_KINDS) {
         assert.ok(recent.some((r) => r.saved_provider_cache_usd < 0) && recent.some((r) => r.saved_provider_cache_usd > 0));
         assert.equal(await insertUsageRecords(db, recent), 200);
         const records = [...old, ...recent];
-        for (const tenantId of ['tenant-a', 'tenant-b']) {
-          const f: UsageFilter = { tenantId, from: T0, to: T0 + SPAN };
-          for (const groupBy of [undefined, 'session', 'day'] as const) {
-            const report = await usageReport({ db }, f, groupBy);
-            const want = expected(records, f, groupBy);
-            assertTotals(report.totals, want.totals, `${tenantId} ${groupBy}`);
-            for (const g of report.groups ?? []) assertTotals(g, want.groups.get(g.key)!, `${tenantId} ${groupBy} ${g.key}`);
-          }
-        }
+        await assertReportsAgree(db, records);
         const sum = records.filter((r) => r.tenant_id === 'tenant-a').reduce((a, r) => a + r.saved_provider_cache_usd, 0);
         assert.ok(sum !== 0, 'a non-zero sum to compare');
       } finally {
