@@ -294,6 +294,7 @@ function usageRow(rnd: () => number, tenant: SeededTenant, session: Session, tur
   const entry = catalog.get(modelUsed);
   const provider = modelUsed.slice(0, modelUsed.indexOf('/'));
   const row: UsageRecordRow = {
+    surface: 'chat.completions',
     request_id: uuidV7(createdAt),
     tenant_id: tenant.tenantId,
     key_id: tenant.keyIds[session.key]!,

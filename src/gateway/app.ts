@@ -1,4 +1,6 @@
+import type { FastifyError } from 'fastify';
 import { healthRoutes } from '../platform/health.ts';
+import { errorHandler } from '../platform/error-format.ts';
 import { bearerToken, createHttpApp, type App, useErrorFormat } from '../platform/http.ts';
 import { rejectNulCharacters } from '../platform/nul-guard.ts';
 import { type ConsoleOptions, registerConsole } from './console/console.ts';
@@ -91,6 +93,12 @@ export async function buildGatewayApp(deps: GatewayDeps, dataPlane: DataPlaneRou
   await app.register(
     async (v1: App) => {
       useErrorFormat(v1, 'openai');
+      // A request carrying anthropic-version comes from an Anthropic client (GET /v1/models included): its errors in Anthropic's shape.
+      const openai = errorHandler('openai');
+      const anthropic = errorHandler('anthropic');
+      v1.setErrorHandler((error: FastifyError, request, reply) =>
+        (request.headers['anthropic-version'] === undefined ? openai : anthropic)(error, request, reply),
+      );
       await dataPlaneRoutes(v1, dataPlane);
     },
     { prefix: '/v1' },

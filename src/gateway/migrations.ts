@@ -226,4 +226,13 @@ export const gatewayMigrations: Record<string, Migration> = {
       }
     },
   },
+  /**
+   * The inbound surface of each call (schema.ts `surface`): Chat Completions
+   * was the only one before, so that is every earlier record's value.
+   */
+  '0012_usage_surface': {
+    async up(db) {
+      await db.schema.alterTable('usage_records').addColumn('surface', 'text', (c) => c.notNull().defaultTo('chat.completions')).execute();
+    },
+  },
 };

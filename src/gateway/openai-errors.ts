@@ -9,7 +9,7 @@ import { HttpProblem } from '../platform/errors.ts';
  * Messages never contain a key, ours or a provider's.
  */
 export const invalidApiKey = () =>
-  new HttpProblem(401, 'invalid_api_key', 'Incorrect API key provided. Send a gateway key as "Authorization: Bearer sk-gw-...".', {
+  new HttpProblem(401, 'invalid_api_key', 'Incorrect API key provided. Send a gateway key as "Authorization: Bearer sk-gw-..." (or "x-api-key: sk-gw-...").', {
     type: 'invalid_request_error',
   });
 
@@ -17,7 +17,7 @@ export const missingApiKey = () =>
   new HttpProblem(
     401,
     'missing_api_key',
-    'You did not provide an API key. Send a gateway key as "Authorization: Bearer sk-gw-...".',
+    'You did not provide an API key. Send a gateway key as "Authorization: Bearer sk-gw-..." (or "x-api-key: sk-gw-...").',
     { type: 'invalid_request_error' },
   );
 

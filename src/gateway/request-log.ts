@@ -54,6 +54,8 @@ export interface RequestEntry {
   created_at: string;
   /** Null: the provider's own counts; else `clamped`, `estimated` or both (schema.ts). */
   usage_flags: string | null;
+  /** The inbound API: `chat.completions` or `messages`. */
+  surface: string;
 }
 
 /** `body_storage`: what became of the bodies (UsageRecordRow's; null: the workspace did not store them then). */
@@ -64,7 +66,7 @@ const METADATA = [
   'prompt_tokens', 'cached_tokens', 'cache_write_tokens', 'completion_tokens', 'reasoning_tokens', 'saved_tokens',
   'cost_usd', 'cost_saved_usd', 'saved_cache_usd', 'saved_compaction_usd', 'saved_routing_usd', 'saved_prompt_cache_usd',
   'saved_provider_cache_usd', 'compaction_saved_tokens', 'cache_status', 'compaction', 'route_reason', 'attempts', 'overhead_ms', 'upstream_ms', 'created_at',
-  'usage_flags',
+  'usage_flags', 'surface',
 ] as const;
 
 type MetadataRow = Pick<UsageRecordRow, (typeof METADATA)[number]>;

@@ -8,9 +8,11 @@ import { toProblem } from './problem-mapping.ts';
  * The shape errors are sent in, chosen per app or per scope:
  * - `problem`: RFC 9457 application/problem+json with our stable `code` (our own APIs);
  * - `oauth`: RFC 6749 section 5.2 `{error, error_description}`, Cache-Control: no-store;
- * - `openai`: `{error: {message, type, code, param}}`, as OpenAI's API and SDKs have it.
+ * - `openai`: `{error: {message, type, code, param}}`, as OpenAI's API and SDKs have it;
+ * - `anthropic`: `{type: "error", error: {type, message}, request_id}` and a
+ *   `request-id` header, as Anthropic's API and SDKs have it.
  */
-export type ErrorFormat = 'problem' | 'oauth' | 'openai';
+export type ErrorFormat = 'problem' | 'oauth' | 'openai' | 'anthropic';
 
 export interface ErrorFormatOptions {
   /**
@@ -154,4 +156,44 @@ export function openaiType(status: number): string {
   return 'invalid_request_error';
 }
 
-const SENDERS: Record<ErrorFormat, Sender> = { problem: sendProblem, oauth: sendOAuthError, openai: sendOpenAIError };
+/** Anthropic's error object (Errors reference); `type` by status, which the Anthropic SDKs map to their exception classes. */
+function sendAnthropicError(request: FastifyRequest, reply: FastifyReply, problem: HttpProblem): FastifyReply {
+  logRefusal(request, problem);
+  return reply
+    .status(problem.status)
+    .headers(problem.headers)
+    .header('request-id', request.id)
+    .send({ ...anthropicErrorBody(problem), request_id: request.id });
+}
+
+/** `{type: "error", error: {type, message}}`: Anthropic's error body (also the data of a failed stream's `error` event). */
+export function anthropicErrorBody(problem: HttpProblem): { type: 'error'; error: { type: string; message: string } } {
+  return { type: 'error', error: { type: anthropicType(problem.status), message: problem.message } };
+}
+
+/**
+ * The error type Anthropic's API sends for a status (Errors reference): the
+ * SDKs pick their exception class by status and show the type, so both
+ * agree. 529, and the gateway's own 503 (a provider out of reach for a
+ * while), are overloaded_error; 402 billing_error and 504 timeout_error are
+ * Anthropic's own; any other 4xx is invalid_request_error, any other 5xx
+ * api_error.
+ */
+export function anthropicType(status: number): string {
+  return ANTHROPIC_TYPES[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error');
+}
+
+const ANTHROPIC_TYPES: Record<number, string> = {
+  400: 'invalid_request_error',
+  401: 'authentication_error',
+  402: 'billing_error',
+  403: 'permission_error',
+  404: 'not_found_error',
+  413: 'request_too_large',
+  429: 'rate_limit_error',
+  503: 'overloaded_error',
+  504: 'timeout_error',
+  529: 'overloaded_error',
+};
+
+const SENDERS: Record<ErrorFormat, Sender> = { problem: sendProblem, oauth: sendOAuthError, openai: sendOpenAIError, anthropic: sendAnthropicError };

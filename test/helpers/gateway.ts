@@ -187,6 +187,7 @@ export function tokenFromMail(text: string): string {
 /** A whole usage record: an ordinary non-streamed call of `openai/gpt-4o-mini` that saved nothing, with `row`'s fields over it. */
 export function usageRow(row: Partial<UsageRecordRow> & { request_id: string; tenant_id: string; created_at: number }): UsageRecordRow {
   return {
+    surface: 'chat.completions',
     key_id: 'key-1',
     session_id: null,
     tag: null,

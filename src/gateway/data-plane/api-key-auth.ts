@@ -16,6 +16,12 @@ export interface ApiKeyPrincipal {
   limits: Limits | undefined;
 }
 
+/** The `x-api-key` header, sent once. */
+function xApiKey(request: FastifyRequest): string | undefined {
+  const value = request.headers['x-api-key'];
+  return typeof value === 'string' && value !== '' ? value.trim() : undefined;
+}
+
 /** sk-gw- and 43 base64url characters (32 bytes). */
 const KEY_SHAPE = /^sk-gw-[A-Za-z0-9_-]{43}$/;
 
@@ -58,13 +64,15 @@ export function apiKeyStore(options: { db: GatewayDb; clock: Clock; bus: Invalid
 export type ApiKeyStore = ReturnType<typeof apiKeyStore>;
 
 /**
- * The data plane's onRequest hook: `Authorization: Bearer sk-gw-...`, in the
- * OpenAI error shape when missing or wrong (401 raises the OpenAI SDKs'
+ * The data plane's onRequest hook: `Authorization: Bearer sk-gw-...`, or
+ * `x-api-key: sk-gw-...` as Anthropic's clients send it (Claude Code sends
+ * either, depending on which of its variables holds the key); refused in
+ * the surface's error shape when missing or wrong (401 raises the SDKs'
  * AuthenticationError). A console session token sent here is named as such.
  */
 export function requireGatewayKey(store: ApiKeyStore) {
   return function gatewayKeyHook(request: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void): void {
-    const token = bearerToken(request);
+    const token = bearerToken(request) ?? xApiKey(request);
     const refused =
       token === undefined ? missingApiKey() : token.startsWith(SESSION_PREFIX) ? sessionNotApiKey() : KEY_SHAPE.test(token) ? undefined : invalidApiKey();
     if (refused || token === undefined) {

@@ -15,6 +15,7 @@ import { buildAdapters } from '../providers/adapters.ts';
 import { PROVIDERS } from '../providers/registry.ts';
 import type { DataPlaneRouteDeps } from '../routes/data-plane.ts';
 import type { GatewayDb } from '../schema.ts';
+import { countTokensVia } from '../surfaces/messages/count-tokens.ts';
 import { apiKeyStore } from './api-key-auth.ts';
 import { tenantContexts } from './tenant-context.ts';
 import { TenantConcurrency } from '../pipeline/stages/concurrency.ts';
@@ -110,6 +111,7 @@ export function createDataPlane(options: {
     }),
     clock,
     bodyLimit: config.bodyLimit,
+    countTokens: countTokensVia({ pools, firstByteTimeoutMs: config.upstream.firstByteTimeoutMs, idleTimeoutMs: config.upstream.idleTimeoutMs }),
     run,
     durable: () => usage.durable(),
   };

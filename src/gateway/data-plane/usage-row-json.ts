@@ -47,6 +47,7 @@ export const USAGE_COLUMNS = [
   'usage_flags',
   'body_storage',
   'saved_provider_cache_usd',
+  'surface',
 ] as const satisfies readonly (keyof UsageRecordRow)[];
 
 // Every field of a record has a column here (a field added to the row and forgotten here fails type checking).
@@ -94,6 +95,7 @@ export function usageValues(r: UsageRecordRow): unknown[] {
     r.usage_flags ?? null,
     r.body_storage ?? null,
     r.saved_provider_cache_usd,
+    r.surface,
   ];
 }
 
@@ -117,6 +119,7 @@ export function decodeUsageRow(line: string): UsageRecordRow {
     // The rollups sum this column: a record journaled before it existed saved nothing by it.
     const record = value as UsageRecordRow;
     if (record.saved_provider_cache_usd === undefined) record.saved_provider_cache_usd = 0;
+    if (record.surface === undefined) record.surface = 'chat.completions';
     return record;
   }
   const v = value as unknown[];
@@ -158,5 +161,7 @@ export function decodeUsageRow(line: string): UsageRecordRow {
     body_storage: v[34] ?? null,
     // Absent (0) from lines journaled before the column existed.
     saved_provider_cache_usd: v.length > 35 ? v[35] : 0,
+    // Every call was a Chat Completions call before the column existed.
+    surface: v.length > 36 ? v[36] : 'chat.completions',
   } as UsageRecordRow;
 }

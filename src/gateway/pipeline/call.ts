@@ -9,6 +9,7 @@ import type { ProviderInfo } from '../providers/registry.ts';
 import type { ChatRequest, PromptCachePlan, ProviderAdapter, TokenUsage } from '../providers/types.ts';
 import type { CircuitKeys } from '../routing/circuit-breaker.ts';
 import type { RouteModel } from '../routing/policy.ts';
+import type { Surface } from '../surfaces/surface.ts';
 
 export type CacheStatus = 'miss' | 'hit' | 'dedup' | 'bypass';
 
@@ -82,6 +83,9 @@ export interface Call {
   readonly receivedAt: number;
   readonly principal: ApiKeyPrincipal;
   readonly tenant: TenantContext;
+  /** The front door the call came through: its adapters shape the upstream request and the answer (surfaces/). */
+  readonly surface: Surface;
+  /** The request in the stages' form (Chat Completions); a surface of another format keeps its client's own body beside it. */
   body: ChatRequest;
   readonly stream: boolean;
   /** The client asked for `stream_options.include_usage`. */

@@ -5,6 +5,8 @@ import type { HeaderList } from '../header-list.ts';
 import { invalidHeader } from '../openai-errors.ts';
 import { clientWantsUsage } from '../providers/adapters.ts';
 import type { ChatRequest } from '../providers/types.ts';
+import { CHAT_COMPLETIONS } from '../surfaces/chat-completions/surface.ts';
+import type { Surface } from '../surfaces/surface.ts';
 import { type Call, unanswered } from './call.ts';
 
 /** X-Gateway-Session-Id and X-Gateway-Tag: at most 128 visible ASCII characters (they land in logs, records and filters). */
@@ -19,6 +21,13 @@ function label(request: FastifyRequest, name: string): string | undefined {
   return value;
 }
 
+/** A client's own session header: its value when it is a valid label, else nothing (it is not ours to refuse). */
+function clientLabel(request: FastifyRequest, name: string | undefined): string | undefined {
+  if (name === undefined) return undefined;
+  const value = request.headers[name];
+  return typeof value === 'string' && LABEL.test(value) ? value : undefined;
+}
+
 /** An X-Gateway-* switch: `true` or `false` (any case), sent at most once. */
 function flag(request: FastifyRequest, name: string): boolean {
   const value = request.headers[name];
@@ -28,16 +37,34 @@ function flag(request: FastifyRequest, name: string): boolean {
   return text === 'true';
 }
 
-/** A new call for a validated chat request; `openStream` writes the stream's head with the headers given then. */
+/** What a surface decoded its request into (the chat surface's request is already in the stages' form). */
+export interface DecodedRequest {
+  surface: Surface;
+  body: ChatRequest;
+  stream: boolean;
+  includeUsage: boolean;
+  model: string;
+  /** A client's own session header (Claude Code's x-claude-code-session-id), used when X-Gateway-Session-Id is absent and it is a valid label. */
+  clientSessionHeader?: string;
+}
+
+/** A validated chat-completions request as the stages' call input. */
+export function chatCompletionsInput(request: FastifyRequest): DecodedRequest {
+  const body = request.body as ChatRequest;
+  return { surface: CHAT_COMPLETIONS, body, stream: body.stream === true, includeUsage: clientWantsUsage(body), model: body.model };
+}
+
+/** A new call for a validated request; `openStream` writes the stream's head with the headers given then. */
 export function newCall(
   request: FastifyRequest,
   reply: FastifyReply,
   tenant: TenantContext,
   clock: Clock,
   streamHeaders: (call: Call) => HeaderList,
+  input: DecodedRequest = chatCompletionsInput(request),
 ): Call {
-  const body = request.body as ChatRequest;
-  const sessionId = label(request, 'x-gateway-session-id');
+  const body = input.body;
+  const sessionId = label(request, 'x-gateway-session-id') ?? clientLabel(request, input.clientSessionHeader);
   const tag = label(request, 'x-gateway-tag');
   const bypassCache = flag(request, 'x-gateway-no-cache');
   const noRoute = flag(request, 'x-gateway-no-route');
@@ -54,10 +81,11 @@ export function newCall(
     receivedAt: clock.now(),
     principal: request.principal,
     tenant,
+    surface: input.surface,
     body,
-    stream: body.stream === true,
-    includeUsage: clientWantsUsage(body),
-    modelRequested: body.model,
+    stream: input.stream,
+    includeUsage: input.includeUsage,
+    modelRequested: input.model,
     sessionId,
     tag,
     headers: request.headers,
@@ -75,6 +103,7 @@ export function newCall(
       call.streamOpened = true;
       reply.hijack();
       headers.push('content-type', 'text/event-stream; charset=utf-8', 'cache-control', 'no-cache', 'x-request-id', request.id);
+      if (input.surface.name === 'messages') headers.push('request-id', request.id);
       res.writeHead(200, headers);
     },
     target: undefined,

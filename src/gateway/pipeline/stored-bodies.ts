@@ -49,8 +49,10 @@ function reachedProvider(call: Call): boolean {
  */
 function requestText(call: Call, maxBytes: number): string {
   const declared = Number(call.headers['content-length']);
-  if (declared > 0 && declared <= maxBytes) return JSON.stringify(call.body);
-  return jsonPrefix(call.body, maxBytes).text;
+  // The client's own request where its surface keeps one (Messages): what the tenant reads back is what its client sent.
+  const body = call.surface.request ?? call.body;
+  if (declared > 0 && declared <= maxBytes) return JSON.stringify(body);
+  return jsonPrefix(body, maxBytes).text;
 }
 
 const encoder = new TextEncoder();

@@ -108,11 +108,16 @@ export abstract class RelayedStream implements ChatStream {
     this.#generatedPieces++;
   }
 
-  /** Ends the output with the error's event. */
-  protected stop(error: HttpProblem): void {
+  /** Ends the output with the error's event (`text`: the event to write, by default the format's own for the error). */
+  protected stop(error: HttpProblem, text: string = this.errorText(error)): void {
     this.#error = error;
     this.finished = true;
-    this.out += errorEvent(error);
+    this.out += text;
+  }
+
+  /** The event that ends a failed stream in the output's format: OpenAI's here; a surface of another format says its own. */
+  protected errorText(error: HttpProblem): string {
+    return errorEvent(error);
   }
 
   /** One upstream SSE event (name, data). */

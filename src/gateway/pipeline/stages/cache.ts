@@ -15,7 +15,8 @@ export function cacheStage(cache: ResponseCache): Stage {
   // Not an async function: a miss from the memory store goes on with no promise of this stage's own.
   return function answerFromCache(call, next) {
     const target = call.target;
-    if (call.noCache || !target) return next();
+    // A surface whose answers the cache cannot replay yet is neither read nor stored (dedup follows: no key, no flight).
+    if (call.noCache || !target || !call.surface.stages.cache) return next();
     let found: CachedAnswer | undefined | Promise<CachedAnswer | undefined>;
     try {
       const policy = cache.policy(call.tenant);

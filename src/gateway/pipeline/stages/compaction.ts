@@ -23,6 +23,8 @@ export function compactionStage(gatewayDefault: CompactMode): Stage {
   const counter = new PromptTokenCounter();
   // Not an async function: a call that compaction leaves as it is (most) goes on with no promise of this stage's own.
   return function compactPrompt(call, next) {
+    // A surface whose content compaction does not know yet is sent as its client wrote it.
+    if (!call.surface.stages.compaction) return next();
     let compacted: ReturnType<typeof compactMessages>;
     try {
       const mode = modeOf(call, gatewayDefault);

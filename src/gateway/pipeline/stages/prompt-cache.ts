@@ -44,7 +44,7 @@ export function promptCacheStage(): Stage {
   // Not an async function: a call without prompt caching (no session, or turned off) goes on with no promise of its own.
   return function placePromptCache(call, next) {
     try {
-      if (!promptCacheWanted(call.headers, call.tenant.settings.prompt_cache, call.sessionId)) return next();
+      if (!call.surface.stages.promptCache || !promptCacheWanted(call.headers, call.tenant.settings.prompt_cache, call.sessionId)) return next();
       const targets = call.targets.length > 0 ? call.targets : call.target ? [call.target] : [];
       const takesKey = targets.some((t) => t.provider.promptCacheKey !== undefined) && call.body['prompt_cache_key'] === undefined;
       call.promptCache = planPromptCache({

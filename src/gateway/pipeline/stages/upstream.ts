@@ -9,7 +9,7 @@ import { type Collected, collectResponse } from '../../data-plane/collect-respon
 import type { UpstreamPools } from '../../data-plane/upstream-pools.ts';
 import { UpstreamShares } from '../../data-plane/upstream-shares.ts';
 import { upstreamConcurrencyLimited, upstreamInvalid, upstreamTimeout, upstreamUnreachable } from '../../openai-errors.ts';
-import type { CallContext, TokenUsage, UpstreamRequest } from '../../providers/types.ts';
+import type { CallContext, ProviderAdapter, TokenUsage, UpstreamRequest } from '../../providers/types.ts';
 import type { CircuitBreakers } from '../../routing/circuit-breaker.ts';
 import { localBug, requestNotSendable, requestNotTranslatable, upstreamResponseTooLarge } from '../../routing/local-failure.ts';
 import { planAfterFailure, retryDelayMs } from '../../routing/retry.ts';
@@ -135,9 +135,11 @@ function attemptOnce(settings: UpstreamSettings) {
       created: Math.floor(call.receivedAt / 1000),
       promptCache: call.promptCache,
     };
+    // The call's surface picks the adapter: the provider's own, or one that passes its client's request through or translates.
+    const adapter = call.surface.adapter(target, call);
     let outgoing: UpstreamRequest;
     try {
-      outgoing = target.adapter.chatRequest(call.body, ctx);
+      outgoing = adapter.chatRequest(call.body, ctx);
     } catch (err) {
       throw notSent(target, err);
     }
@@ -159,12 +161,12 @@ function attemptOnce(settings: UpstreamSettings) {
       }
     }
     try {
-      await send(call, target, ctx, outgoing, settings.pools.get(target.baseUrl, tenantId));
+      await send(call, target, adapter, ctx, outgoing, settings.pools.get(target.baseUrl, tenantId));
     } finally {
       shares.release(share);
     }
   };
-  async function send(call: Call, target: CallTarget, ctx: CallContext, outgoing: UpstreamRequest, pool: Dispatcher): Promise<void> {
+  async function send(call: Call, target: CallTarget, adapter: ProviderAdapter, ctx: CallContext, outgoing: UpstreamRequest, pool: Dispatcher): Promise<void> {
     // What both ways of calling send: non-streamed answers are collected whole, streams keep request()'s body stream.
     const sent = {
       path: outgoing.path,
@@ -189,10 +191,10 @@ function attemptOnce(settings: UpstreamSettings) {
       } finally {
         call.upstreamMs += performance.now() - sentAt;
       }
-      if (answer.statusCode < 200 || answer.statusCode >= 300) throw target.adapter.upstreamError(answer.statusCode, answer.body, answer.headers);
-      let result: ReturnType<typeof target.adapter.chatResponse>;
+      if (answer.statusCode < 200 || answer.statusCode >= 300) throw adapter.upstreamError(answer.statusCode, answer.body, answer.headers);
+      let result: ReturnType<typeof adapter.chatResponse>;
       try {
-        result = target.adapter.chatResponse(answer.statusCode, answer.body, ctx);
+        result = adapter.chatResponse(answer.statusCode, answer.body, ctx);
       } catch (err) {
         throw err instanceof HttpProblem ? err : localBug(err); // the adapter's own errors say what the answer was
       }
@@ -213,10 +215,10 @@ function attemptOnce(settings: UpstreamSettings) {
     if (statusCode < 200 || statusCode >= 300) {
       const text = await readBody(body, ERROR_BODY_LIMIT).catch(() => Buffer.alloc(0));
       call.upstreamMs += performance.now() - sentAt;
-      throw target.adapter.upstreamError(statusCode, text, headers);
+      throw adapter.upstreamError(statusCode, text, headers);
     }
     call.upstreamMs += performance.now() - sentAt;
-    const stream = target.adapter.chatStream(ctx, { includeUsage: call.includeUsage, cost: (usage) => costUsd(usage, target.entry) });
+    const stream = adapter.chatStream(ctx, { includeUsage: call.includeUsage, cost: (usage) => costUsd(usage, target.entry) });
     await relayStream(call, body, stream, (err) => transportError(target, err, call.signal));
     settle(call, target, stream.usage, stream.model);
   }

@@ -72,6 +72,7 @@ function usageRow(call: Call): UsageRecordRow {
     response_body: bodies.response_body,
     usage_flags: usage === undefined ? null : usageFlags(usage, call.costUsd),
     body_storage: bodies.body_storage,
+    surface: call.surface.name,
   };
 }
 

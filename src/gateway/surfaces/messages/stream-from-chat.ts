@@ -4,7 +4,7 @@ import { isObject, type JsonObject, parseObject } from '../../providers/json.ts'
 import { SseEventTooLarge, SseParser } from '../../providers/sse.ts';
 import type { ChatStream, TokenUsage } from '../../providers/types.ts';
 import { upstreamEventTooLarge, upstreamStreamIncomplete } from '../../providers/upstream-errors.ts';
-import { anthropicErrorBody } from './error-types.ts';
+import { anthropicErrorBody } from '../../../platform/error-format.ts';
 import { anthropicUsageOf, messageId, stopReason } from './from-chat.ts';
 
 export interface MessagesFromChatOptions {
@@ -44,7 +44,7 @@ type OpenBlock = 'text' | 'thinking' | 'tool' | undefined;
  *   stop_reason (from-chat.ts's stopReason) and the usage of the inner
  *   stream (its usage chunk, read by the inner adapter), message_stop;
  * - an error (the inner stream's error event, fail(), a body ended early)
- *   -> one `error` event with the type for its status (error-types.ts) and
+ *   -> one `error` event with the type for its status (the platform's Anthropic error format) and
  *   nothing after it, as Anthropic ends a failed stream.
  * The inner stream's output is read with the project's SSE parser, so an
  * event split across pushes is whole before it is translated. usage, model,

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { HttpProblem } from '../../../../src/platform/errors.ts';
-import { anthropicErrorBody, anthropicErrorType } from '../../../../src/gateway/surfaces/messages/error-types.ts';
+import { anthropicErrorBody, anthropicType as anthropicErrorType } from '../../../../src/platform/error-format.ts';
 import { anthropicUsageFromOpenAi, messageFromChat } from '../../../../src/gateway/surfaces/messages/from-chat.ts';
 
 const options = { provider: 'OpenAI', requestId: 'req1' };

@@ -1,0 +1,8 @@
+import type { Surface } from '../surface.ts';
+
+/** OpenAI Chat Completions: the stages' own form, so every provider adapter serves it as it is. */
+export const CHAT_COMPLETIONS: Surface = {
+  name: 'chat.completions',
+  stages: { compaction: true, promptCache: true, cache: true },
+  adapter: (target) => target.adapter,
+};

@@ -1,0 +1,31 @@
+import type { Call, CallTarget } from '../pipeline/call.ts';
+import type { ProviderAdapter } from '../providers/types.ts';
+
+/** The inbound APIs the gateway serves, as usage records name them. */
+export type SurfaceName = 'chat.completions' | 'messages';
+
+/**
+ * An inbound surface: one front door of the data plane, as a provider
+ * adapter is one back door (providers/). Its route decodes the client's
+ * request into the call the stages work on (`call.body`, in Chat
+ * Completions form: the stages see one form); the surface then says, per
+ * upstream target, which adapter makes the request and turns the answer,
+ * its stream and its errors into the surface's own shape. Chat Completions
+ * uses the provider's adapter as it is; Messages passes its client's request
+ * through to an Anthropic upstream untouched, and translates both ways for
+ * any other (surfaces/messages/).
+ */
+export interface Surface {
+  readonly name: SurfaceName;
+  /** The client's request in its own format, when that is not the stages' form (what stored bodies keep). */
+  readonly request?: Record<string, unknown>;
+  /**
+   * The stages that change the request or replay answers, and whether they
+   * know this surface's content yet: a stage that does not leaves the call
+   * as it is (compaction: "none", no prompt-cache plan, cache and dedup
+   * bypassed), so nothing is claimed for work that did not reach the wire.
+   */
+  readonly stages: { readonly compaction: boolean; readonly promptCache: boolean; readonly cache: boolean };
+  /** The adapter one attempt at `target` goes through (it may add reply headers to `call`: what a translation left out). */
+  adapter(target: CallTarget, call: Call): ProviderAdapter;
+}
