@@ -1,6 +1,6 @@
 import type { FastifyError } from 'fastify';
 import { healthRoutes } from '../platform/health.ts';
-import { errorHandler } from '../platform/error-format.ts';
+import { errorHandler, notFoundHandler } from '../platform/error-format.ts';
 import { bearerToken, createHttpApp, type App, useErrorFormat } from '../platform/http.ts';
 import { rejectNulCharacters } from '../platform/nul-guard.ts';
 import { type ConsoleOptions, registerConsole } from './console/console.ts';
@@ -92,10 +92,11 @@ export async function buildGatewayApp(deps: GatewayDeps, dataPlane: DataPlaneRou
   await registerControlPlane(app, deps);
   await app.register(
     async (v1: App) => {
-      useErrorFormat(v1, 'openai');
-      // A request carrying anthropic-version comes from an Anthropic client (GET /v1/models included): its errors in Anthropic's shape.
+      // OpenAI's error shape, but a request carrying anthropic-version comes from an Anthropic client (GET /v1/models
+      // included): its errors in Anthropic's. The Messages routes' own scope answers in Anthropic's shape always.
       const openai = errorHandler('openai');
       const anthropic = errorHandler('anthropic');
+      v1.setNotFoundHandler(notFoundHandler('openai'));
       v1.setErrorHandler((error: FastifyError, request, reply) =>
         (request.headers['anthropic-version'] === undefined ? openai : anthropic)(error, request, reply),
       );

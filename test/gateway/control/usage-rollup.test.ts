@@ -302,12 +302,12 @@ for (const kind of DB_KINDS) {
         const before = Object.fromEntries(Object.entries(gatewayMigrations).filter(([name]) => name < '0006'));
         await migrateToLatest(db, before);
         // As a database of that age holds them: without the columns of later migrations (0009's usage_flags, 0010's body_storage,
-        // 0011's saved_provider_cache_usd, which then reads 0).
+        // 0011's saved_provider_cache_usd, which then reads 0, 0012's surface).
         const records = makeRecords(300).map((r) => ({ ...r, saved_provider_cache_usd: 0 }));
         await db
           .insertInto('usage_records')
           // Typed as today's rows, which the table of that age is not.
-          .values(records.map(({ usage_flags: _, body_storage: __, saved_provider_cache_usd: ___, ...r }) => r) as unknown as UsageRecordRow[])
+          .values(records.map(({ usage_flags: _, body_storage: __, saved_provider_cache_usd: ___, surface: ____, ...r }) => r) as unknown as UsageRecordRow[])
           .execute();
         await migrateToLatest(db, gatewayMigrations);
         await assertReportsAgree(db, records);
@@ -327,7 +327,7 @@ for (const kind of DB_KINDS) {
         // Written as the writer of that version wrote them: the record without the column, the rollups without the measure.
         await db
           .insertInto('usage_records')
-          .values(old.map(({ saved_provider_cache_usd: _, ...r }) => r) as unknown as UsageRecordRow[])
+          .values(old.map(({ saved_provider_cache_usd: _, surface: __, ...r }) => r) as unknown as UsageRecordRow[])
           .execute();
         await rebuildUsageRollups(db, MEASURES_0006);
         await migrateToLatest(db, gatewayMigrations);
