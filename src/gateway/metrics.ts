@@ -1,5 +1,6 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { type CounterChild, SummedCounter, SummedHistogram } from '../platform/metrics.ts';
+import { isCatalogId } from './catalog/catalog.ts';
 import type { Call } from './pipeline/call.ts';
 import type { CircuitBreakers, CircuitEvent, CircuitScope } from './routing/circuit-breaker.ts';
 
@@ -114,7 +115,7 @@ export function createGatewayMetrics(registry: Registry): GatewayMetrics {
     },
     observeCall(call) {
       const target = call.target;
-      const model = target?.entry ? target.ref : target ? 'other' : 'none';
+      const model = target && isCatalogId(target) ? target.ref : target ? 'other' : 'none';
       const provider = target?.provider.id ?? 'none';
       calls.child(`${call.status}|${call.cacheStatus}|${provider}|${model}`, () => ({ status: call.status, model, provider, cache: call.cacheStatus })).inc();
       if (call.overheadMs !== undefined) overhead.child('', () => ({})).observe(call.overheadMs / 1000);

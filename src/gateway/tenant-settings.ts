@@ -3,6 +3,7 @@ import { Value } from 'typebox/value';
 import { CacheSettings } from './settings/cache.ts';
 import { CompactionSettings } from './settings/compaction.ts';
 import { Limits } from './settings/limits.ts';
+import { ModelsSettings } from './settings/models.ts';
 import { PromptCacheSettings } from './settings/prompt-cache.ts';
 import { RoutingSettings } from './settings/routing.ts';
 
@@ -14,6 +15,7 @@ import { RoutingSettings } from './settings/routing.ts';
  */
 export const TenantSettings = Type.Object(
   {
+    models: Type.Optional(ModelsSettings),
     cache: Type.Optional(CacheSettings),
     routing: Type.Optional(RoutingSettings),
     compaction: Type.Optional(CompactionSettings),
@@ -29,6 +31,7 @@ const orNull = <T extends Parameters<typeof Type.Union>[0][number]>(section: T) 
 /** What PATCH /api/v1/tenant takes as `settings`: each section sent replaces the stored one, `null` resets it. */
 export const TenantSettingsPatch = Type.Object(
   {
+    models: orNull(ModelsSettings),
     cache: orNull(CacheSettings),
     routing: orNull(RoutingSettings),
     compaction: orNull(CompactionSettings),

@@ -26,7 +26,7 @@ import {
  * themselves (at most two hours of records): exact for any range, and a few
  * thousand rollup rows for a month of a busy tenant.
  */
-export type UsageGroupBy = 'tag' | 'session' | 'model' | 'key' | 'day' | 'hour';
+export type UsageGroupBy = 'tag' | 'session' | 'model' | 'model_requested' | 'key' | 'day' | 'hour';
 
 export interface UsageTotals {
   requests: number;
@@ -103,6 +103,7 @@ const GROUP_LABELS: Record<UsageGroupBy, readonly RollupLabel[]> = {
   tag: ['tag'],
   session: ['session_id'],
   model: ['model_requested', 'model_used'],
+  model_requested: ['model_requested'],
   key: ['key_id'],
   day: [],
   hour: [],
@@ -119,6 +120,8 @@ const GROUP_SQL: Record<UsageGroupBy, { hour: RawBuilder<unknown>; day: RawBuild
     day: sql`case when model_used = '' then model_requested else model_used end`,
     records: sql`coalesce(model_used, model_requested)`,
   },
+  // The model as the client named it (an alias's name, `auto`), whatever answered.
+  model_requested: { hour: sql`model_requested`, day: sql`model_requested`, records: sql`model_requested` },
   // Integer division of non-negative numbers: the floor, in UTC, the same on SQLite and PostgreSQL.
   day: { hour: sql`hour / 24`, day: sql`day`, records: sql`created_at / ${sql.lit(DAY_MS)}` },
   // Never read from a daily table (see plan).

@@ -48,11 +48,19 @@ export function toProblem(error: FastifyError, request?: FastifyRequest): HttpPr
   if (error.validation) {
     const errors = error.validation.map((v) => {
       const params = v.params as { missingProperty?: string; additionalProperty?: string };
+      // A refused key of a map (JSON Schema propertyNames): the map is the field, the key is named in the sentence.
+      const key = (v as { propertyName?: string }).propertyName;
       // A missing field, or one a closed schema does not know, is named itself rather than its parent.
       const named = params.missingProperty ?? params.additionalProperty;
       const path = v.instancePath.replace(/^\//, '').replaceAll('/', '.');
       const field = named ? (path ? `${path}.${named}` : named) : path || error.validationContext || 'body';
-      const message = params.missingProperty ? 'is required' : params.additionalProperty ? 'is not a known field' : (v.message ?? 'is invalid');
+      const message = params.missingProperty
+        ? 'is required'
+        : params.additionalProperty
+          ? 'is not a known field'
+          : key !== undefined
+            ? `has a name ${JSON.stringify(key)} that ${v.message ?? 'is invalid'}`
+            : (v.message ?? 'is invalid');
       return { field, message };
     });
     const first = errors[0];

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { catalogEntry, listedModels, resolveModel } from '../../src/gateway/catalog/catalog.ts';
+import { catalogEntry, isCatalogId, listedModels, resolveModel } from '../../src/gateway/catalog/catalog.ts';
 import { costUsd, formatUsd } from '../../src/gateway/catalog/cost.ts';
 import { MODELS } from '../../src/gateway/catalog/models.ts';
 import { promptCacheSavedUsd } from '../../src/gateway/prompt-cache/savings.ts';
@@ -75,6 +75,28 @@ describe('model catalog', () => {
     assert.ok(one.ok && one.resolved.provider.id === 'openrouter');
     const named = resolveModel('openrouter/gpt-4o-mini', new Set(['openai', 'openrouter']), catalog);
     assert.ok(named.ok && named.resolved.entry?.provider === 'openrouter');
+  });
+
+  test("Anthropic's names: dated ids and -latest aliases priced as the entry they name, sent as written; other claude-* names unpriced", () => {
+    const keyed = new Set(['openai', 'anthropic']);
+    const sonnet = catalogEntry('anthropic', 'claude-sonnet-4-5')!;
+    for (const name of ['claude-sonnet-4-5', 'claude-sonnet-4-5-20250929', 'claude-sonnet-4-5-latest', 'anthropic/claude-sonnet-4-5-20250929']) {
+      const r = resolveModel(name, keyed);
+      assert.ok(r.ok, name);
+      assert.equal(r.resolved.provider.id, 'anthropic');
+      assert.equal(r.resolved.model, name.replace('anthropic/', ''), 'the upstream gets the name as written');
+      assert.equal(r.resolved.entry, sonnet, name);
+      assert.equal(isCatalogId(r.resolved), name === 'claude-sonnet-4-5', 'only the catalog id itself is cached by name');
+    }
+    const haiku35 = resolveModel('claude-3-5-haiku-20241022', keyed);
+    assert.ok(haiku35.ok && haiku35.resolved.entry === catalogEntry('anthropic', 'claude-3-5-haiku-latest'), "a dated id of a model listed by its -latest alias");
+    for (const name of ['claude-opus-5-5', 'claude-sonnet-4-5-2025092', 'claude-sonnet-4-5-2025092x', 'claude-x/y']) {
+      const r = resolveModel(name, keyed);
+      assert.ok(r.ok && r.resolved.provider.id === 'anthropic' && r.resolved.model === name && r.resolved.entry === undefined, name);
+    }
+    assert.deepEqual(resolveModel('claude-opus-5-5', new Set(['openai'])), { ok: false, reason: 'no_key', provider: 'anthropic' });
+    assert.ok(!resolveModel('claude-', keyed).ok, 'the prefix alone names no model');
+    assert.ok(!resolveModel('Claude-opus-5-5', keyed).ok, 'case matters, as it does upstream');
   });
 
   test('listedModels lists only the keyed providers', () => {

@@ -25,13 +25,57 @@ export function catalogEntry(provider: string, model: string): CatalogModel | un
 }
 
 /**
+ * A model called by its catalog id: one of a bounded set. A dated Anthropic
+ * id is priced as its entry but is text a client chose (any date), so it is
+ * never kept in a cache or a metric label keyed by model.
+ */
+export const isCatalogId = (m: { model: string; entry: CatalogModel | undefined }): boolean => m.entry !== undefined && m.model === m.entry.id;
+
+/** Anthropic's model ids all start so; any other such name goes to the tenant's `anthropic` provider (docs/gateway-api.md#models). */
+export const ANTHROPIC_PREFIX = 'claude-';
+const ANTHROPIC = 'anthropic';
+const LATEST = '-latest';
+
+/**
+ * The catalog entry an Anthropic model name stands for: the id itself, else
+ * the id without a date (`claude-sonnet-4-5-20250929`) or `-latest`
+ * (`claude-sonnet-4-5-latest`), else that stem's `-latest` alias
+ * (`claude-3-5-haiku-20241022` is `claude-3-5-haiku-latest`). At most
+ * three map lookups; the suffix is read from the end, no pattern.
+ */
+function anthropicEntry(model: string, entries: ReadonlyMap<string, CatalogModel>): CatalogModel | undefined {
+  const exact = entries.get(`${ANTHROPIC}/${model}`);
+  if (exact !== undefined) return exact;
+  const stem = model.endsWith(LATEST) ? model.slice(0, -LATEST.length) : dateless(model);
+  if (stem === undefined) return undefined;
+  return entries.get(`${ANTHROPIC}/${stem}`) ?? entries.get(`${ANTHROPIC}/${stem}${LATEST}`);
+}
+
+/** `model` without a trailing `-YYYYMMDD`, or undefined when it has none. */
+function dateless(model: string): string | undefined {
+  const dash = model.length - 9;
+  if (dash < 1 || model.charCodeAt(dash) !== 45 /* - */) return undefined;
+  for (let i = dash + 1; i < model.length; i++) {
+    const c = model.charCodeAt(i);
+    if (c < 48 || c > 57) return undefined;
+  }
+  return model.slice(0, dash);
+}
+
+/**
  * Resolves what a client wrote in `model`, given the providers the tenant
  * has keys for:
  * 1. `provider/model` with a known provider: that provider, the rest as its
  *    model id (listed or not: self-hosted and new models have no entry).
+ *    An Anthropic model's dated id or `-latest` alias is priced as the
+ *    catalog entry it names (anthropicEntry); the name goes upstream as
+ *    written.
  * 2. a bare id: the catalog's entries with that id among the keyed
  *    providers; exactly one resolves, several are ambiguous; none but one
  *    listed elsewhere says which key is missing.
+ * 3. any other `claude-*` name: the tenant's `anthropic` provider, priced
+ *    as in 1 when it names a catalog entry, else unpriced (a model newer
+ *    than the catalog: Claude Code sends its own default as it is).
  */
 export function resolveModel(requested: string, keyed: ReadonlySet<string>, catalog: readonly CatalogModel[] = MODELS): Resolution {
   const entries = catalog === MODELS ? byKey : new Map(catalog.map((m) => [`${m.provider}/${m.id}`, m]));
@@ -41,7 +85,8 @@ export function resolveModel(requested: string, keyed: ReadonlySet<string>, cata
     const model = requested.slice(slash + 1);
     if (provider && model) {
       if (!keyed.has(provider.id)) return { ok: false, reason: 'no_key', provider: provider.id };
-      return { ok: true, resolved: { provider, model, entry: entries.get(`${provider.id}/${model}`) } };
+      const entry = provider.id === ANTHROPIC ? anthropicEntry(model, entries) : entries.get(`${provider.id}/${model}`);
+      return { ok: true, resolved: { provider, model, entry } };
     }
   }
   const listed = catalog === MODELS ? (byId.get(requested) ?? []) : catalog.filter((m) => m.id === requested);
@@ -52,6 +97,10 @@ export function resolveModel(requested: string, keyed: ReadonlySet<string>, cata
   }
   if (usable.length > 1) return { ok: false, reason: 'ambiguous', candidates: usable.map((m) => `${m.provider}/${m.id}`) };
   if (listed.length === 1) return { ok: false, reason: 'no_key', provider: listed[0]!.provider };
+  if (listed.length === 0 && requested.length > ANTHROPIC_PREFIX.length && requested.startsWith(ANTHROPIC_PREFIX)) {
+    if (!keyed.has(ANTHROPIC)) return { ok: false, reason: 'no_key', provider: ANTHROPIC };
+    return { ok: true, resolved: { provider: findProvider(ANTHROPIC)!, model: requested, entry: anthropicEntry(requested, entries) } };
+  }
   return { ok: false, reason: 'unknown', candidates: listed.map((m) => `${m.provider}/${m.id}`) };
 }
 

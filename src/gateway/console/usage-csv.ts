@@ -10,7 +10,7 @@ import type { UsageGroup, UsageGroupBy } from '../usage-queries.ts';
  * as numbers: money rounded to a millionth of a cent, the hit rate to four
  * places.
  */
-const GROUP_COLUMN: Record<UsageGroupBy, string> = { model: 'model', key: 'key_id', tag: 'tag', session: 'session_id', day: 'day', hour: 'hour' };
+const GROUP_COLUMN: Record<UsageGroupBy, string> = { model: 'model', model_requested: 'model_requested', key: 'key_id', tag: 'tag', session: 'session_id', day: 'day', hour: 'hour' };
 
 const FIGURES = [
   'requests', 'errors', 'prompt_tokens', 'completion_tokens', 'tokens_saved', 'cost_usd', 'cost_without_gateway_usd', 'cost_saved_usd',

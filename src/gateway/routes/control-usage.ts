@@ -141,7 +141,9 @@ export async function controlUsageRoutes(app: App, deps: GatewayDeps): Promise<v
         querystring: Type.Object({
           ...Filters,
           group_by: Type.Optional(
-            Type.Union(['tag', 'session', 'model', 'key', 'day', 'hour'].map((g) => Type.Literal(g)), { description: `hour: ranges of at most ${MAX_HOURLY_DAYS} days.` }),
+            Type.Union(['tag', 'session', 'model', 'model_requested', 'key', 'day', 'hour'].map((g) => Type.Literal(g)), {
+              description: `model: the model that answered (else the one asked for); model_requested: the model as the client named it; hour: ranges of at most ${MAX_HOURLY_DAYS} days.`,
+            }),
           ),
         }),
         response: {

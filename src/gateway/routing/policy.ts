@@ -1,4 +1,4 @@
-import { resolveModel } from '../catalog/catalog.ts';
+import { isCatalogId, resolveModel } from '../catalog/catalog.ts';
 import { type CatalogModel, MODELS, type Tier, TIERS } from '../catalog/models.ts';
 import type { ProviderInfo } from '../providers/registry.ts';
 import type { RoutingSettings } from '../settings/routing.ts';
@@ -28,8 +28,9 @@ export class RoutingPolicy {
   readonly #byTier = new Map<Tier, RouteModel[]>();
   /**
    * resolve() of catalog models, by the text resolved: every routed call
-   * resolves the model it names and the one its session holds. Catalog
-   * models only, so that what clients write cannot grow it past the catalog.
+   * resolves the model it names and the one its session holds. Catalog ids
+   * only (isCatalogId), so that what clients write cannot grow it past the
+   * catalog.
    */
   readonly #resolved = new Map<string, RouteModel>();
 
@@ -49,7 +50,7 @@ export class RoutingPolicy {
     const { provider, model, entry } = r.resolved;
     const full = `${provider.id}/${model}`;
     const resolved = { ref: full, provider, model, entry, tier: tier ?? this.#listedTier(full) ?? entry?.tier };
-    if (tier === undefined && entry !== undefined) this.#resolved.set(ref, resolved);
+    if (tier === undefined && isCatalogId(resolved)) this.#resolved.set(ref, resolved);
     return resolved;
   }
 
@@ -105,14 +106,17 @@ export class RoutingPolicy {
 
   /**
    * The fallbacks after `chosen` that take the request: the tenant's chain for
-   * the chosen model, else for the model as requested (`auto` included), else
+   * the chosen model, else for the model as requested (`auto` included; an
+   * alias's target), else for the name an alias replaced (`aliased`), else
    * the default chain of `defaultLength`: other models of the same tier or
    * above, other providers first (an outage is usually a provider's), cheapest
    * first. A model whose window cannot hold the request is skipped.
    */
-  fallbacks(chosen: RouteModel, requested: string, fit: PromptFit, defaultLength: number): RouteModel[] {
+  fallbacks(chosen: RouteModel, requested: string, fit: PromptFit, defaultLength: number, aliased?: string): RouteModel[] {
     const chains = this.#settings.fallbacks;
-    const configured = chains?.[chosen.ref] ?? chains?.[requested];
+    // Own keys only: a name a client sends (`constructor`) must not find Object.prototype's.
+    const chain = (name: string | undefined) => (chains !== undefined && name !== undefined && Object.hasOwn(chains, name) ? chains[name] : undefined);
+    const configured = chain(chosen.ref) ?? chain(requested) ?? chain(aliased);
     if (configured) {
       const out: RouteModel[] = [];
       for (const ref of configured) {

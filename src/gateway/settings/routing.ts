@@ -7,7 +7,8 @@ import { PROVIDERS } from '../providers/registry.ts';
  * a 400 naming the field rather than a model that silently never routes.
  * Visible ASCII only: the names reach X-Gateway-Route-Reason.
  */
-const MODEL_REF = `^(${PROVIDERS.map((p) => p.id).join('|')})/[\\x21-\\x7e]{1,200}$`;
+export const PROVIDER_MODEL = `(?:${PROVIDERS.map((p) => p.id).join('|')})/[\\x21-\\x7e]{1,200}`;
+const MODEL_REF = `^${PROVIDER_MODEL}$`;
 const modelRef = (description = 'A model as `provider/model`, e.g. `openai/gpt-5-mini`.') => Type.String({ pattern: MODEL_REF, description });
 const ModelRef = modelRef();
 const ModelList = Type.Array(ModelRef, { minItems: 1, maxItems: 20 });

@@ -10,6 +10,7 @@ import type { ConsoleContext } from '../console.ts';
 import { attempt, csrfField, field, formError, formText } from '../forms.ts';
 import { renderPage, sendConsolePage } from '../layout.ts';
 import { limitFields, limitsSummary, parseLimitsForm, postedLimitValues } from '../limits-form.ts';
+import { ALIAS_NOTICES, ALIASES, type AliasFailure, aliasesSection, aliasRoutes } from './settings-aliases.ts';
 import { checkboxField, type FieldErrors } from './settings-fields.ts';
 import { gatewayDefaults, SECTIONS, type SectionForm } from './settings-sections.ts';
 
@@ -30,6 +31,7 @@ const NOTICES: Record<string, string> = {
   'workspace-saved': 'Workspace name saved.',
   'bodies-on': 'Request bodies are kept from the next call on.',
   'bodies-off': 'Request bodies are no longer kept from the next call on.',
+  ...ALIAS_NOTICES,
   ...Object.fromEntries(
     [...SECTIONS, LIMITS].flatMap((s) => [
       [`${s.slug}-saved`, `${s.title} saved. Calls use it from their next request on.`],
@@ -43,12 +45,14 @@ interface PageState {
   notice?: string | undefined;
   /** A form that failed (its slug: `workspace`, a section's, `limits`), with what was typed and why it was refused. */
   failed?: { form: string; values: Record<string, string>; errors: FieldErrors } | undefined;
+  /** A failed form of the model aliases (one of its rows, or the add form). */
+  alias?: AliasFailure | undefined;
 }
 
 /**
- * Settings: the workspace's name, whether request bodies are kept, and each
- * pipeline settings section (routing, compaction, response cache, provider
- * prompt caching, budgets), one form each with a reset to the gateway's
+ * Settings: the workspace's name, whether request bodies are kept, the
+ * model aliases (settings-aliases.ts), and each pipeline settings section
+ * (routing, compaction, response cache, provider prompt caching, budgets), one form each with a reset to the gateway's
  * defaults. Every change goes through updateTenant, as PATCH
  * /api/v1/tenant does, with what the forms parsed checked against the same
  * TypeBox schemas; a refusal is shown next to its field (400), with what
@@ -63,7 +67,7 @@ export async function settingsPage(app: App, ctx: ConsoleContext): Promise<void>
     const csrf = ctx.csrf.tokenFor(binding);
     const [tenant, report] = await Promise.all([getTenant(deps, tenantId), limitsReport(deps, tenantId)]);
     const failedOf = (form: string) => (state.failed?.form === form ? state.failed : undefined);
-    const toc = [['workspace', 'Workspace'], ...SECTIONS.map((s) => [s.slug, s.title]), [LIMITS.slug, LIMITS.title], ['bodies', 'Request bodies']]
+    const toc = [['workspace', 'Workspace'], [ALIASES.slug, ALIASES.title], ...SECTIONS.map((s) => [s.slug, s.title]), [LIMITS.slug, LIMITS.title], ['bodies', 'Request bodies']]
       .map(([id, title]) => `<li><a href="#${id}">${escapeHtml(title!)}</a></li>`)
       .join('');
     const body = `<h1>Settings</h1>
@@ -71,6 +75,7 @@ export async function settingsPage(app: App, ctx: ConsoleContext): Promise<void>
       <p>Each section is saved on its own. A field left empty (or on “Gateway default”) takes the gateway’s default, named beside it; the same settings are under <code>settings</code> in <code>GET /api/v1/tenant</code>.</p>
       <nav aria-label="Settings sections" class="toc"><ul>${toc}</ul></nav>
       ${workspaceSection(tenant, csrf, failedOf('workspace'))}
+      ${aliasesSection(tenant, csrf, state.alias)}
       ${SECTIONS.map((s) => pipelineSection(s, tenant, csrf, failedOf(s.slug))).join('')}
       ${limitsSection(tenant, report.tenant.usage, csrf, failedOf(LIMITS.slug))}
       ${bodiesSection(tenant, csrf, Math.round(deps.config.usage.retentionMs / DAY_MS), deps.config.storedBodies)}`;
@@ -96,6 +101,8 @@ export async function settingsPage(app: App, ctx: ConsoleContext): Promise<void>
   const refused = (request: FastifyRequest, reply: FastifyReply, status: number, form: string, values: Record<string, string>, errors: FieldErrors) =>
     render(request, reply, status, { failed: { form, values, errors } });
   const saved = (reply: FastifyReply, notice: string, anchor: string) => reply.redirect(`/settings?notice=${notice}#${anchor}`, 303);
+
+  aliasRoutes(app, ctx, (request, reply, status, alias) => render(request, reply, status, { alias }));
 
   app.get('/settings', { schema: { hide: true, querystring: Query } }, async (request, reply) =>
     render(request, reply, 200, { notice: request.query.notice ? NOTICES[request.query.notice] : undefined }),

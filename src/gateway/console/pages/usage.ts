@@ -43,7 +43,7 @@ const UsageQuery = Type.Object({
 });
 type Query = { [K in keyof typeof UsageQuery.properties]?: string | undefined };
 
-export const GROUPS: Record<UsageGroupBy, string> = { model: 'Model', key: 'API key', tag: 'Tag', session: 'Session', day: 'Day', hour: 'Hour' };
+export const GROUPS: Record<UsageGroupBy, string> = { model: 'Model', model_requested: 'Model asked for', key: 'API key', tag: 'Tag', session: 'Session', day: 'Day', hour: 'Hour' };
 const FILTERS = [
   ['tag', 'Tag', 256],
   ['session_id', 'Session', 256],
@@ -209,7 +209,8 @@ function groupText(groupBy: UsageGroupBy, group: UsageGroup): string {
 
 /** The request log's link for a group: its calls in the period, with the page's filters. */
 function requestsHref(view: View, group: UsageGroup): string | undefined {
-  const param = { tag: 'tag', session: 'session_id', model: 'model', key: 'key_id', day: undefined, hour: undefined }[view.groupBy];
+  // The request log's model filter matches the model asked for or the one that answered: it covers both groupings.
+  const param = { tag: 'tag', session: 'session_id', model: 'model', model_requested: 'model', key: 'key_id', day: undefined, hour: undefined }[view.groupBy];
   if (!param || group.key === null) return undefined;
   const params = new URLSearchParams({ from: new Date(view.period.from).toISOString(), to: new Date(view.period.to).toISOString() });
   const { filter } = view;

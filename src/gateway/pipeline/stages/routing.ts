@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { HttpProblem } from '../../../platform/errors.ts';
-import { resolveModel } from '../../catalog/catalog.ts';
+import { isCatalogId, resolveModel } from '../../catalog/catalog.ts';
 import type { Tier } from '../../catalog/models.ts';
 import type { RoutingConfig } from '../../config.ts';
 import { modelNotFound, noProviderKey } from '../../openai-errors.ts';
@@ -8,6 +8,7 @@ import type { TenantContext } from '../../data-plane/tenant-context.ts';
 import type { ProviderAdapter } from '../../providers/types.ts';
 import { AUTO_MODEL, autoWithoutRouting, noModelFits } from '../../routing/auto-model.ts';
 import { chooseRoute } from '../../routing/choose-route.ts';
+import { type AppliedAlias, aliasReason, ModelAliases } from '../../routing/model-aliases.ts';
 import { type RouteModel, RoutingPolicy } from '../../routing/policy.ts';
 import { PromptFit } from '../../routing/prompt-fit.ts';
 import { promptShape } from '../../routing/prompt-shape.ts';
@@ -27,6 +28,9 @@ export interface RoutingStageDeps {
  * tenant cannot call, `auto` with nothing to route to or with routing
  * turned off) before any work is spent on the call; `route`, after
  * compaction, decides:
+ * 0. A tenant's model alias (settings.models.aliases) replaces the name the
+ *    client sent by the model it names, and everything below treats that
+ *    model as the one named (the usage record keeps the client's name).
  * 1. The model named is resolved against the catalog and the tenant's keyed
  *    providers (unknown: 404, ambiguous: 404 naming the candidates, no key:
  *    400), unless it is `auto`.
@@ -51,12 +55,21 @@ export function routingStages(deps: RoutingStageDeps): { check: Stage; route: St
     }
     return policy;
   };
+  const aliases = new WeakMap<TenantContext, ModelAliases>();
+  const aliasOf = (call: Call): AppliedAlias | undefined => {
+    let table = aliases.get(call.tenant);
+    if (table === undefined) {
+      table = new ModelAliases(call.tenant.settings.models);
+      aliases.set(call.tenant, table);
+    }
+    return table.size === 0 ? undefined : table.match(call.modelRequested);
+  };
   // The targets of a tenant context, by catalog model: made once, not on every call (a target is never changed once
-  // made). Only catalog models: the policy keeps one RouteModel for each, where a model it does not list (any text a
-  // client sends) is a new one on every call, which would grow this without bound.
+  // made). Only catalog ids: the policy keeps one RouteModel for each, where a model it does not list, or a dated id
+  // (any text a client sends), is a new one on every call, which would grow this without bound.
   const targetsOf = new WeakMap<TenantContext, Map<RouteModel, CallTarget>>();
   const targetFor = (call: Call, m: RouteModel): CallTarget => {
-    if (m.entry === undefined) return target(call, deps.adapters, m);
+    if (!isCatalogId(m)) return target(call, deps.adapters, m);
     let made = targetsOf.get(call.tenant);
     if (made === undefined) {
       made = new Map();
@@ -72,7 +85,8 @@ export function routingStages(deps: RoutingStageDeps): { check: Stage; route: St
   // Not an async function: a call that passes (most) goes on with no promise of this stage's own.
   const check: Stage = function checkModel(call, next) {
     try {
-      if (call.modelRequested !== AUTO_MODEL) resolveRequested(call, policyOf(call));
+      const named = aliasOf(call)?.target ?? call.modelRequested;
+      if (named !== AUTO_MODEL) resolveRequested(named, call, policyOf(call));
       else if (call.noRoute) throw autoWithoutRouting();
       else if (policyOf(call).candidates(1).length === 0) throw noModelFits(undefined);
     } catch (err) {
@@ -82,9 +96,11 @@ export function routingStages(deps: RoutingStageDeps): { check: Stage; route: St
   };
   const route: Stage = async function route(call, next) {
     const settings = call.tenant.settings.routing ?? {};
-    const auto = call.modelRequested === AUTO_MODEL;
+    const alias = aliasOf(call);
+    const named = alias?.target ?? call.modelRequested;
+    const auto = named === AUTO_MODEL;
     const policy = policyOf(call);
-    const requested = auto ? undefined : resolveRequested(call, policy);
+    const requested = auto ? undefined : resolveRequested(named, call, policy);
     const fit = new PromptFit(call.body, promptShape(call.body));
     // A long prompt is counted here, a slice at a time, rather than at once inside the choice below.
     const counting = fit.countIfLong();
@@ -113,7 +129,9 @@ export function routingStages(deps: RoutingStageDeps): { check: Stage; route: St
       baseline = requested ?? policy.baseline(fit);
     }
     if (chosen === undefined) throw modelNotFound(call.modelRequested);
-    const fallbacks = call.noRoute ? [] : policy.fallbacks(chosen, call.modelRequested, fit, deps.config.defaultFallbacks);
+    // The alias is what the tenant chose, so it leads the reason; routing's own choice (and the upstream stage's fallback) follow it.
+    if (alias !== undefined) call.routeReason = call.routeReason === undefined ? aliasReason(alias) : `${aliasReason(alias)}; ${call.routeReason}`;
+    const fallbacks = call.noRoute ? [] : policy.fallbacks(chosen, named, fit, deps.config.defaultFallbacks, alias && call.modelRequested);
     call.targets = [targetFor(call, chosen)];
     for (const m of fallbacks) {
       if (call.tenant.providerKeys.has(m.provider.id) && deps.adapters.has(m.provider.id)) call.targets.push(targetFor(call, m));
@@ -127,21 +145,21 @@ export function routingStages(deps: RoutingStageDeps): { check: Stage; route: St
   return { check, route };
 }
 
-/** The model named, as routing knows it; the errors a client gets for a model it cannot call. */
-function resolveRequested(call: Call, policy: RoutingPolicy): RouteModel {
-  const resolved = policy.resolve(call.modelRequested);
+/** The model named (the client's, or its alias's), as routing knows it; the errors a client gets for a model it cannot call. */
+function resolveRequested(named: string, call: Call, policy: RoutingPolicy): RouteModel {
+  const resolved = policy.resolve(named);
   if (resolved !== undefined) return resolved;
-  const resolution = resolveModel(call.modelRequested, call.tenant.keyed);
+  const resolution = resolveModel(named, call.tenant.keyed);
   if (!resolution.ok && resolution.reason === 'no_key') throw noProviderKey(resolution.provider);
   if (!resolution.ok && resolution.reason === 'ambiguous') {
     throw new HttpProblem(
       404,
       'model_not_found',
-      `The model "${call.modelRequested}" is served by several of your providers; name one: ${resolution.candidates.join(', ')}.`,
+      `The model "${named}" is served by several of your providers; name one: ${resolution.candidates.join(', ')}.`,
       { type: 'invalid_request_error', param: 'model' },
     );
   }
-  throw modelNotFound(call.modelRequested);
+  throw modelNotFound(named);
 }
 
 function target(call: Call, adapters: ReadonlyMap<string, ProviderAdapter>, m: RouteModel): CallTarget {
