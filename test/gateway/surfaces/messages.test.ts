@@ -330,3 +330,95 @@ describe('the Messages surface through @anthropic-ai/sdk', () => {
     });
   });
 });
+
+describe('Claude Code model names and aliases on the Messages surface', () => {
+  let gw: LiveGateway;
+  before(async () => {
+    gw = await startLiveGateway('sqlite');
+  });
+  after(() => gw.close());
+
+  /** A Claude-Code-shaped turn: a system prompt with a 1h breakpoint, tools (one deferred, one server tool), a tool-use history with signed thinking, beta headers. */
+  const claudeCodeTurn = (model: string) => ({
+    model,
+    max_tokens: 32000,
+    stream: true,
+    thinking: { type: 'adaptive' },
+    system: [{ type: 'text', text: 'You are Claude Code.', cache_control: { type: 'ephemeral', ttl: '1h' } }],
+    tools: [
+      { name: 'Read', description: 'Read a file', input_schema: { type: 'object', properties: { file_path: { type: 'string' } }, required: ['file_path'] } },
+      { name: 'Grep', description: 'Search', input_schema: { type: 'object', properties: { pattern: { type: 'string' } } }, defer_loading: true },
+      { type: 'web_search_20250305', name: 'web_search', max_uses: 5 },
+    ],
+    messages: [
+      { role: 'user', content: [{ type: 'text', text: 'what does notes.txt say?' }] },
+      {
+        role: 'assistant',
+        content: [
+          { type: 'thinking', thinking: 'Read it.', signature: 'c2lnbmVk' },
+          { type: 'tool_use', id: 'toolu_1', name: 'Read', input: { file_path: '/w/notes.txt' } },
+        ],
+      },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'the code word is heron', cache_control: { type: 'ephemeral' } }] },
+    ],
+  });
+
+  const post = (apiKey: string, body: unknown) =>
+    fetch(`${gw.url}/v1/messages?beta=true`, {
+      method: 'POST',
+      headers: {
+        'x-api-key': apiKey,
+        'anthropic-version': '2023-06-01',
+        'anthropic-beta': 'claude-code-20250219,interleaved-thinking-2025-05-14',
+        'content-type': 'application/json',
+        'x-claude-code-session-id': 'cc-1',
+      },
+      body: JSON.stringify(body),
+    });
+
+  test('an unknown claude-* name (Claude Code 2.1 default) goes to the tenant\'s Anthropic provider as written, lossless', async () => {
+    const t = await gw.tenant();
+    const body = claudeCodeTurn('claude-opus-5-5');
+    const res = await post(t.apiKey, body);
+    assert.equal(res.status, 200);
+    const events = await res.text();
+    assert.match(events, /event: message_stop/);
+    const sent = gw.fake.calls.last()!;
+    assert.equal(JSON.stringify(sent.body), JSON.stringify(body));
+    assert.equal(res.headers.get('x-gateway-model'), 'anthropic/claude-opus-5-5');
+  });
+
+  test('the same session through an alias (claude-* to an OpenAI model): translated, the server tool named as left out, the answer in Anthropic events', async () => {
+    const t = await gw.tenant();
+    const set = await gw.api('/api/v1/tenant', { method: 'PATCH', token: t.session, body: { settings: { models: { aliases: { 'claude-*': 'openai/gpt-4o-mini' } } } } });
+    assert.equal(set.status, 200, JSON.stringify(set.body));
+    const res = await post(t.apiKey, claudeCodeTurn('claude-sonnet-4-5-20250929'));
+    assert.equal(res.status, 200);
+    const events = await res.text();
+    assert.match(events, /^event: message_start\n/);
+    assert.match(events, /event: message_stop/);
+    assert.equal(res.headers.get('x-gateway-provider'), 'openai');
+    assert.equal(res.headers.get('x-gateway-omitted-tools'), 'web_search');
+    assert.match(res.headers.get('x-gateway-route-reason') ?? '', /^alias claude-\* -> openai\/gpt-4o-mini/);
+    const sent = gw.fake.calls.last()!;
+    assert.equal(sent.url, '/v1/chat/completions');
+    assert.equal(sent.headers['anthropic-beta'], undefined, 'beta flags are not sent to a provider that cannot take them');
+    const body = sent.body as { model: string; messages: { role: string; content: unknown; tool_call_id?: string }[]; tools: { function: { name: string } }[] };
+    assert.equal(body.model, 'gpt-4o-mini');
+    assert.deepEqual(body.tools.map((x) => x.function.name), ['Read', 'Grep']);
+    assert.deepEqual(body.messages.map((m) => m.role), ['system', 'user', 'assistant', 'tool']);
+    assert.equal(body.messages[3]!.tool_call_id, 'toolu_1');
+    const row = await usageRecord(gw, res.headers.get('x-gateway-request-id')!);
+    assert.equal(row.surface, 'messages');
+    assert.equal(row.model_requested, 'claude-sonnet-4-5-20250929');
+    assert.equal(row.model_used, 'openai/gpt-4o-mini');
+    assert.equal(row.session_id, 'cc-1');
+    // count_tokens follows the alias: counted for the model the call would go to, not asked of Anthropic.
+    const count = await fetch(`${gw.url}/v1/messages/count_tokens`, {
+      method: 'POST',
+      headers: { 'x-api-key': t.apiKey, 'anthropic-version': '2023-06-01', 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'claude-haiku-4-5', messages: [{ role: 'user', content: 'hello' }] }),
+    });
+    assert.equal(count.headers.get('x-gateway-token-count'), 'estimate');
+  });
+});

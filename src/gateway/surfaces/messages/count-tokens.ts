@@ -7,6 +7,7 @@ import { upstreamError } from '../../providers/anthropic/errors.ts';
 import { ANTHROPIC_VERSION } from '../../providers/anthropic/request.ts';
 import { type JsonObject, parseObject } from '../../providers/json.ts';
 import { joinPath } from '../../providers/upstream-path.ts';
+import { ModelAliases } from '../../routing/model-aliases.ts';
 import { countPromptTokens } from '../../tokens.ts';
 import type { ClientMessages } from './passthrough.ts';
 import { decodeMessages } from './to-chat.ts';
@@ -37,13 +38,16 @@ const MAX_COUNT_BYTES = 64 * 1024;
  */
 export function countTokensVia(options: { pools: UpstreamPools; firstByteTimeoutMs: number; idleTimeoutMs: number }): CountTokens {
   return async function countTokens(tenant, client, signal) {
-    const model = typeof client.body['model'] === 'string' ? client.body['model'] : '';
+    const named = typeof client.body['model'] === 'string' ? client.body['model'] : '';
+    // The tenant's alias decides where the call would go, so whose count it is.
+    const model = new ModelAliases(tenant.settings.models).match(named)?.target ?? named;
     const key = tenant.providerKeys.get('anthropic');
     if (key === undefined || !ANTHROPIC_MODEL.test(model)) {
       const { chat } = decodeMessages(client.body, { reasoning: false, maxTokensField: 'max_tokens' });
       return { inputTokens: countPromptTokens(chat.messages, chat['tools']), countedBy: 'estimate' };
     }
-    const body: JsonObject = model.startsWith('anthropic/') ? { ...client.body, model: model.slice('anthropic/'.length) } : client.body;
+    const upstreamModel = model.startsWith('anthropic/') ? model.slice('anthropic/'.length) : model;
+    const body: JsonObject = upstreamModel === named ? client.body : { ...client.body, model: upstreamModel };
     const headers: Record<string, string> = { 'x-api-key': key.apiKey, 'anthropic-version': client.version ?? ANTHROPIC_VERSION, 'content-type': 'application/json' };
     if (client.beta !== undefined) headers['anthropic-beta'] = client.beta;
     let answer: Awaited<ReturnType<typeof collectResponse>>;
