@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
+import { scriptedTurn, type ThinkingSigner, thinkingAsked } from './anthropic-agent.ts';
 import { type Content, contentFor, type OfferedTool, type Reply, splitArguments, splitText, textOf } from './answer.ts';
 import type { Behaviour } from './behaviour.ts';
 import { errorAnswer, streamErrorEvent } from './faults.ts';
@@ -9,16 +10,22 @@ import { SSE_HEADERS, type StreamPlan, sseEvent } from './sse.ts';
 
 /**
  * Anthropic Messages (API reference: "Messages", "Streaming Messages",
- * "Errors", "Versions"). Checked as Anthropic checks them: a key (401;
- * `x-api-key`, or `Authorization: Bearer`, which @anthropic-ai/sdk 1.x sends
- * for an API key), `anthropic-version` (400), then `model`, `max_tokens` and
- * `messages` (400), and message roles only user or assistant (the system
- * prompt goes in the top-level `system`).
+ * "Count tokens", "Errors", "Versions"). Checked as Anthropic checks them: a
+ * key (401; `x-api-key`, or `Authorization: Bearer`, which
+ * @anthropic-ai/sdk 1.x sends for an API key), `anthropic-version` (400),
+ * then `model`, `max_tokens` (not for count_tokens) and `messages` (400),
+ * and message roles only user or assistant (the system prompt goes in the
+ * top-level `system`), or system too when the `anthropic-beta` header has a
+ * `per-turn-control-*` flag: Claude Code 2.1 sends role-system messages with
+ * that flag and, on a 400, retries without either. Unknown fields and a
+ * query (`?beta=true`) are ignored.
  *
  * Tool use: when the request offers `tools` and either `tool_choice` is
  * `{type: "any"}` or `{type: "tool", name}`, or the last user text contains
  * "call tool", the answer is one tool_use block for the named (else the
- * first) tool. `{type: "none"}` never calls.
+ * first) tool. `{type: "none"}` never calls. A scripted agent turn
+ * (behaviour `agent`) and signed thinking (behaviour `thinking`): see
+ * anthropic-agent.ts.
  */
 
 type Body = Record<string, unknown>;
@@ -30,41 +37,85 @@ export interface AnthropicContext {
   id: (prefix: string) => string;
   /** When set, the only accepted key. */
   apiKey: string | undefined;
+  /** Signs the thinking blocks of answers and checks the ones sent back (behaviour `thinking`). */
+  signer: ThinkingSigner;
   /** Set when behaviour.promptCache is on: the prompt-cache simulation (prompt-cache-anthropic.ts) for a valid request. */
   simulate?: ((body: Body, apiKey: string) => CacheFigures) | undefined;
   /** Told the usage of every answer (the fake's ledger). */
   bill?: ((model: string, usage: Omit<BilledTokens, 'calls'>) => void) | undefined;
 }
 
-export function createMessage(body: Body, headers: IncomingHttpHeaders, ctx: AnthropicContext): Reply {
-  const fail = (kind: 'invalid_request' | 'authentication', message?: string): Reply => ({
-    kind: 'answer',
-    answer: errorAnswer('anthropic', kind, ctx.requestId, message),
-  });
+/** A thinking block of the answer: the text shown (empty with `display: "omitted"`) and its signature. */
+interface Thinking {
+  text: string;
+  signature: string;
+}
+
+const fail = (ctx: AnthropicContext, kind: 'invalid_request' | 'authentication', message?: string): Reply => ({
+  kind: 'answer',
+  answer: errorAnswer('anthropic', kind, ctx.requestId, message),
+});
+
+/** The flags of the `anthropic-beta` header (comma-separated, possibly repeated). */
+function betaFlags(headers: IncomingHttpHeaders): string[] {
+  const value = headers['anthropic-beta'];
+  const joined = Array.isArray(value) ? value.join(',') : (value ?? '');
+  return joined.split(',').map((f) => f.trim());
+}
+
+/** The request checked as Anthropic checks it (the 401 or 400 it would answer), else what the answer needs from it. */
+function checkRequest(body: Body, headers: IncomingHttpHeaders, ctx: AnthropicContext, route: 'messages' | 'count_tokens'): Reply | { key: string; lastText: string; chars: number } {
   const auth = headers.authorization;
   const key = headers['x-api-key'] ?? (auth?.startsWith('Bearer ') ? auth.slice(7) : undefined);
-  if (typeof key !== 'string' || key === '') return fail('authentication', 'x-api-key header is required');
-  if (ctx.apiKey !== undefined && key !== ctx.apiKey) return fail('authentication', 'invalid x-api-key');
-  if (typeof headers['anthropic-version'] !== 'string') return fail('invalid_request', 'anthropic-version: header is required');
-  for (const field of ['model', 'max_tokens', 'messages'] as const) {
-    if (body[field] === undefined) return fail('invalid_request', `${field}: Field required`);
+  if (typeof key !== 'string' || key === '') return fail(ctx, 'authentication', 'x-api-key header is required');
+  if (ctx.apiKey !== undefined && key !== ctx.apiKey) return fail(ctx, 'authentication', 'invalid x-api-key');
+  if (typeof headers['anthropic-version'] !== 'string') return fail(ctx, 'invalid_request', 'anthropic-version: header is required');
+  for (const field of route === 'messages' ? (['model', 'max_tokens', 'messages'] as const) : (['model', 'messages'] as const)) {
+    if (body[field] === undefined) return fail(ctx, 'invalid_request', `${field}: Field required`);
   }
-  if (!Number.isInteger(body['max_tokens']) || (body['max_tokens'] as number) < 1) return fail('invalid_request', 'max_tokens: Input should be a valid integer greater than or equal to 1');
+  if (route === 'messages' && (!Number.isInteger(body['max_tokens']) || (body['max_tokens'] as number) < 1)) {
+    return fail(ctx, 'invalid_request', 'max_tokens: Input should be a valid integer greater than or equal to 1');
+  }
   const messages = body['messages'];
-  if (!Array.isArray(messages)) return fail('invalid_request', 'messages: Input should be a valid list');
-
+  if (!Array.isArray(messages)) return fail(ctx, 'invalid_request', 'messages: Input should be a valid list');
+  const systemRole = betaFlags(headers).some((f) => f.startsWith('per-turn-control-'));
   let chars = textOf(body['system']).length;
   let lastText = '';
   for (const [i, m] of (messages as Message[]).entries()) {
-    if (m?.role !== 'user' && m?.role !== 'assistant') return fail('invalid_request', `messages.${i}.role: Input should be 'user' or 'assistant'`);
+    if (m?.role !== 'user' && m?.role !== 'assistant' && !(systemRole && m?.role === 'system')) {
+      return fail(ctx, 'invalid_request', `messages.${i}.role: Input should be 'user' or 'assistant'`);
+    }
     const text = textOf(m.content);
     chars += text.length;
     if (m.role === 'user') lastText = text;
   }
   const cacheProblem = checkCacheControl(body);
-  if (cacheProblem !== undefined) return fail('invalid_request', cacheProblem);
+  if (cacheProblem !== undefined) return fail(ctx, 'invalid_request', cacheProblem);
+  if (ctx.behaviour.thinking !== undefined) {
+    const thinkingProblem = ctx.signer.check(messages);
+    if (thinkingProblem !== undefined) return fail(ctx, 'invalid_request', thinkingProblem);
+  }
+  return { key, lastText, chars };
+}
+
+/** POST /v1/messages/count_tokens: `{input_tokens}`, the behaviour's promptTokens or about a quarter of the request's text length. */
+export function countTokens(body: Body, headers: IncomingHttpHeaders, ctx: AnthropicContext): Reply {
+  const checked = checkRequest(body, headers, ctx, 'count_tokens');
+  if ('kind' in checked) return checked;
+  const inputTokens = ctx.behaviour.promptTokens ?? Math.max(1, Math.ceil(checked.chars / 4));
+  return {
+    kind: 'answer',
+    answer: { status: 200, headers: { 'content-type': 'application/json', 'request-id': ctx.requestId }, body: JSON.stringify({ input_tokens: inputTokens }) },
+  };
+}
+
+export function createMessage(body: Body, headers: IncomingHttpHeaders, ctx: AnthropicContext): Reply {
+  const checked = checkRequest(body, headers, ctx, 'messages');
+  if ('kind' in checked) return checked;
+  const { key, lastText, chars } = checked;
   const b = simulated(ctx, body, key);
-  const content = contentFor(b, lastText, chars, toolToUse(body, lastText), ctx.id('toolu_01'));
+  const content = answerContent(b, body, lastText, chars, ctx.id('toolu_01'));
+  const thinking = signedThinking(b, body, ctx.signer, content);
   const meta = { id: ctx.id('msg_01'), model: body['model'] };
   ctx.bill?.(String(body['model']), {
     promptTokens: content.promptTokens + b.cachedTokens + b.cacheCreationTokens,
@@ -74,18 +125,38 @@ export function createMessage(body: Body, headers: IncomingHttpHeaders, ctx: Ant
     reasoningTokens: 0,
   });
   if (body['stream'] === true) {
-    return { kind: 'stream', headers: { ...SSE_HEADERS, 'request-id': ctx.requestId }, plan: streamPlan(content, meta, b) };
+    return { kind: 'stream', headers: { ...SSE_HEADERS, 'request-id': ctx.requestId }, plan: streamPlan(content, thinking, meta, b) };
   }
+  const main = content.tool ? toolUse(content.tool, JSON.parse(content.tool.arguments)) : { type: 'text', text: content.text };
   const message = {
     ...meta,
     type: 'message',
     role: 'assistant',
-    content: [content.tool ? toolUse(content.tool, JSON.parse(content.tool.arguments)) : { type: 'text', text: content.text }],
+    content: thinking ? [{ type: 'thinking', thinking: thinking.text, signature: thinking.signature }, main] : [main],
     stop_reason: content.tool ? 'tool_use' : 'end_turn',
     stop_sequence: null,
     usage: { ...inputUsage(content, b), output_tokens: content.completionTokens, service_tier: 'standard', ...b.usageFields },
   };
   return { kind: 'answer', answer: { status: 200, headers: { 'content-type': 'application/json', 'request-id': ctx.requestId }, body: JSON.stringify(message) } };
+}
+
+/** The scripted agent's move when there is one, else the echo or the tool call of answer.ts. */
+function answerContent(b: Behaviour, body: Body, lastText: string, chars: number, toolId: string): Content {
+  const turn = b.agent ? scriptedTurn(b.agent, body) : undefined;
+  if (turn === undefined) return contentFor(b, lastText, chars, toolToUse(body, lastText), toolId);
+  if ('text' in turn) return contentFor({ ...b, text: turn.text }, lastText, chars, undefined, toolId);
+  const base = contentFor(b, lastText, chars, undefined, toolId);
+  return { ...base, text: '', tool: { id: toolId, name: turn.call.tool, arguments: JSON.stringify(turn.call.input) }, completionTokens: b.completionTokens ?? 10 };
+}
+
+/** The answer's thinking block, when the behaviour has one and the request turns thinking on; a tool call after it is remembered with its signature. */
+function signedThinking(b: Behaviour, body: Body, signer: ThinkingSigner, content: Content): Thinking | undefined {
+  const asked = b.thinking === undefined ? undefined : thinkingAsked(body);
+  if (asked === undefined || b.thinking === undefined) return undefined;
+  const text = asked.shown ? b.thinking : '';
+  const signature = signer.sign(text);
+  if (content.tool) signer.followed(content.tool.id, signature);
+  return { text, signature };
 }
 
 /** The behaviour with the simulation's token counts, when it is on: input_tokens excludes cache reads and writes. */
@@ -118,14 +189,30 @@ function inputUsage(content: Content, b: Behaviour) {
   };
 }
 
+/** The events of a thinking block at index 0: start, one thinking_delta per word (none when the text is omitted), the signature_delta, stop. */
+function thinkingEvents(thinking: Thinking): string[] {
+  const delta = (d: unknown) => sseEvent('content_block_delta', { type: 'content_block_delta', index: 0, delta: d });
+  return [
+    sseEvent('content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'thinking', thinking: '', signature: '' } }),
+    sseEvent('ping', { type: 'ping' }),
+    ...(thinking.text === '' ? [] : splitText(thinking.text, undefined).map((part) => delta({ type: 'thinking_delta', thinking: part }))),
+    delta({ type: 'signature_delta', signature: thinking.signature }),
+    sseEvent('content_block_stop', { type: 'content_block_stop', index: 0 }),
+  ];
+}
+
 /**
- * message_start (content empty, output_tokens 1), content_block_start, a
- * ping, content_block_delta events (text_delta, or input_json_delta for
+ * message_start (content empty, output_tokens 1), then the thinking block
+ * when there is one (thinking_delta, signature_delta), content_block_start
+ * of the answer's block, a ping after the first block's start,
+ * content_block_delta events (text_delta, or input_json_delta for
  * tool_use), content_block_stop, message_delta (stop_reason and the
- * cumulative usage, output_tokens final), message_stop.
+ * cumulative usage, output_tokens final), message_stop. The faults count
+ * the answer's deltas only.
  */
-function streamPlan(content: Content, meta: { id: string; model: unknown }, b: Behaviour): StreamPlan {
+function streamPlan(content: Content, thinking: Thinking | undefined, meta: { id: string; model: unknown }, b: Behaviour): StreamPlan {
   const { tool } = content;
+  const index = thinking ? 1 : 0;
   const start = {
     type: 'message_start',
     message: {
@@ -139,13 +226,17 @@ function streamPlan(content: Content, meta: { id: string; model: unknown }, b: B
     },
   };
   const block = tool ? toolUse(tool, {}) : { type: 'text', text: '' };
-  const head = [sseEvent('message_start', start), sseEvent('content_block_start', { type: 'content_block_start', index: 0, content_block: block }), sseEvent('ping', { type: 'ping' })];
+  const blockStart = sseEvent('content_block_start', { type: 'content_block_start', index, content_block: block });
+  const head = thinking
+    ? [sseEvent('message_start', start), ...thinkingEvents(thinking), blockStart]
+    : [sseEvent('message_start', start), blockStart, sseEvent('ping', { type: 'ping' })];
+  const delta = (d: unknown) => sseEvent('content_block_delta', { type: 'content_block_delta', index, delta: d });
   const deltas = tool
-    ? splitArguments(tool.arguments, b.chunks).map((part) => sseEvent('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: part } }))
-    : splitText(content.text, b.chunks).map((part) => sseEvent('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: part } }));
+    ? splitArguments(tool.arguments, b.chunks).map((part) => delta({ type: 'input_json_delta', partial_json: part }))
+    : splitText(content.text, b.chunks).map((part) => delta({ type: 'text_delta', text: part }));
   const { cache_creation: _, ...cumulative } = inputUsage(content, b);
   const tail = [
-    sseEvent('content_block_stop', { type: 'content_block_stop', index: 0 }),
+    sseEvent('content_block_stop', { type: 'content_block_stop', index }),
     sseEvent('message_delta', {
       type: 'message_delta',
       delta: { stop_reason: tool ? 'tool_use' : 'end_turn', stop_sequence: null },
@@ -158,8 +249,8 @@ function streamPlan(content: Content, meta: { id: string; model: unknown }, b: B
     deltas,
     tail,
     error: streamErrorEvent('anthropic'),
-    garbage: 'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{\n\n',
-    delta: (text) => sseEvent('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } }),
+    garbage: `event: content_block_delta\ndata: {"type":"content_block_delta","index":${index},"delta":{\n\n`,
+    delta: (text) => delta({ type: 'text_delta', text }),
   };
 }
 

@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
+import type { AgentScript } from './anthropic-agent.ts';
 
 /**
  * What the fake provider does with a request: how long it waits, what it
@@ -69,6 +70,20 @@ export interface Behaviour {
   promptCache: boolean;
   /** Streams only: a flood of bytes in place of the answer's deltas (memory tests; see Flood). */
   flood?: Flood;
+  /**
+   * Anthropic format only: a scripted agent turn (anthropic-agent.ts): a
+   * call of `tool` with `input` while the last user message has no
+   * tool_result, then a text answer quoting the tool results.
+   */
+  agent?: AgentScript;
+  /**
+   * Anthropic format only: the thinking text of answers to requests that
+   * turn thinking on (any `thinking.type` but `disabled`), in a block signed by the
+   * fake; while set, thinking blocks sent back are checked (a changed text
+   * or signature, or a signed block dropped before its tool_use: 400).
+   * Unset (default): no thinking, nothing checked.
+   */
+  thinking?: string;
 }
 
 /**

@@ -2,7 +2,8 @@ import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Serv
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { idMaker, type Reply } from './answer.ts';
-import { createMessage, modelList as anthropicModels } from './anthropic.ts';
+import { countTokens, createMessage, modelList as anthropicModels } from './anthropic.ts';
+import { ThinkingSigner } from './anthropic-agent.ts';
 import { type Behaviour, Behaviours, withHeaders } from './behaviour.ts';
 import { type Answer, errorAnswer, type Format, faultAnswer } from './faults.ts';
 import { UsageLedger } from './ledger.ts';
@@ -45,7 +46,7 @@ export interface RecordedCall {
   method: string;
   /** The path as received, prefix and query included. */
   url: string;
-  route: 'openai.chat' | 'anthropic.messages' | 'models' | 'unknown';
+  route: 'openai.chat' | 'anthropic.messages' | 'anthropic.count_tokens' | 'models' | 'unknown';
   headers: IncomingHttpHeaders;
   /** The parsed JSON body; the raw text when it was not JSON; undefined without a body. */
   body: unknown;
@@ -111,6 +112,7 @@ export const DEFAULT_MODELS = ['fake-model', 'fake-model-mini', 'claude-fake'];
 const ROUTES: Record<string, { method: string; route: RecordedCall['route'] }> = {
   '/v1/chat/completions': { method: 'POST', route: 'openai.chat' },
   '/v1/messages': { method: 'POST', route: 'anthropic.messages' },
+  '/v1/messages/count_tokens': { method: 'POST', route: 'anthropic.count_tokens' },
   '/v1/models': { method: 'GET', route: 'models' },
 };
 
@@ -173,6 +175,7 @@ export async function createFakeProvider(options: FakeProviderOptions = {}): Pro
     anthropic: new AnthropicPromptCache(ttlMs, now),
   };
   const bill = ledger.add.bind(ledger);
+  const signer = new ThinkingSigner();
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     calls.count++;
@@ -182,7 +185,7 @@ export async function createFakeProvider(options: FakeProviderOptions = {}): Pro
     const url = req.url ?? '/';
     const known = ROUTES[routePath(url)];
     const route = known && known.method === req.method ? known.route : 'unknown';
-    const format: Format = route === 'anthropic.messages' || (route === 'models' && req.headers['anthropic-version'] !== undefined) ? 'anthropic' : 'openai';
+    const format: Format = route === 'anthropic.messages' || route === 'anthropic.count_tokens' || (route === 'models' && req.headers['anthropic-version'] !== undefined) ? 'anthropic' : 'openai';
     const requestId = id('req_');
     if (route === 'unknown' || route === 'models') {
       calls.add({ method: req.method ?? '', url, route, headers: req.headers, body: undefined });
@@ -227,8 +230,9 @@ export async function createFakeProvider(options: FakeProviderOptions = {}): Pro
       return;
     }
     const simulate = behaviour.promptCache ? caches[format].simulate.bind(caches[format]) : undefined;
-    const ctx = { behaviour, requestId, id, apiKey: options.apiKey, simulate, bill };
-    const reply: Reply = format === 'openai' ? chatCompletion(fields, req.headers, ctx) : createMessage(fields, req.headers, ctx);
+    const ctx = { behaviour, requestId, id, apiKey: options.apiKey, simulate, bill, signer };
+    const handler = route === 'openai.chat' ? chatCompletion : route === 'anthropic.count_tokens' ? countTokens : createMessage;
+    const reply: Reply = handler(fields, req.headers, ctx);
     if (reply.kind === 'stream') {
       res.writeHead(200, reply.headers);
       await sendStream(res, reply.plan, behaviour, (bytes) => {
