@@ -163,7 +163,7 @@ describe('Claude Code CLI, one agent turn with its Read tool', () => {
           const providerBreakpoints = breakpoints(provider);
           for (const [path, value] of clientBreakpoints) assert.equal(providerBreakpoints.get(path), value, `the CLI's breakpoint at ${path} kept`);
           assert.ok(providerBreakpoints.size <= 4);
-          t.diagnostic(`request ${i}: ${JSON.stringify(provider) === JSON.stringify(client) ? 'body identical to what the CLI sent' : `breakpoints added at ${[...providerBreakpoints.keys()].filter((p) => !clientBreakpoints.has(p)).join(', ')}`}`);
+          t.diagnostic(`request ${i}: ${JSON.stringify(provider) === JSON.stringify(client) ? 'the parsed body serializes identically to what the CLI sent' : `breakpoints added at ${[...providerBreakpoints.keys()].filter((p) => !clientBreakpoints.has(p)).join(', ')}`}`);
         }
       } finally {
         await recorder.close();
