@@ -32,7 +32,10 @@ import { type Format, lastBlockMarked, latestExchange, RewriteMeter } from '../l
  *   adapter's translation without a plan, which carries the client's
  *   cache_control over);
  * - through the gateway with X-Gateway-Compact `off`, `safe`, `agent`,
- *   `aggressive`, and `aggressive` with the tenant's routing on. A way the
+ *   `aggressive`, and `aggressive` with the tenant's routing on; for the
+ *   Anthropic model's cache-aware client, the same ways again through
+ *   `/v1/messages` (Claude Code's surface), sending the direct way's body
+ *   with its breakpoints. A way the
  *   gateway refuses (400 on its first call: `agent` before it exists) is
  *   skipped, its reason recorded.
  * What each way cost is what its fake billed (the fake's ledger), priced with
@@ -59,6 +62,8 @@ const MODELS_UNDER_TEST = ['anthropic/claude-sonnet-4-5', 'openai/gpt-5'];
 
 interface Way {
   name: string;
+  /** The gateway's front door: Chat Completions (default), or Anthropic's Messages API with the body Claude Code's client would send directly. */
+  surface?: 'messages';
   /** X-Gateway-Compact. */
   compact: string;
   /** The tenant's settings for this way. */
@@ -79,6 +84,14 @@ const WAYS: readonly Way[] = [
   { name: 'aggressive', compact: 'aggressive' },
   { name: 'aggressive, routing on', compact: 'aggressive', settings: { routing: { enabled: true } } },
 ];
+
+/**
+ * The same ways through `/v1/messages`, for the Anthropic model and the
+ * cache-aware client: the body sent is exactly the direct way's (the
+ * client's Messages request, its three breakpoints included), so the
+ * direct bill is the baseline as it is for Chat Completions.
+ */
+const MESSAGES_WAYS: readonly Way[] = WAYS.map((w) => ({ ...w, name: `/v1/messages, ${w.name}`, surface: 'messages' as const }));
 
 function loadCorpus(): { name: string; sessions: Session[] } {
   const url = existsSync(CORPUS) ? CORPUS : SAMPLE;
@@ -187,7 +200,17 @@ async function replay(
         const request = clientRequest(client, model, session.id, turn.messages, session.tools);
         const before = fake.calls.count;
         let res: Awaited<ReturnType<typeof post>>;
-        if (way) {
+        if (way?.way.surface === 'messages') {
+          // What the client would send Anthropic directly, sent to the gateway's Messages API instead.
+          const direct = anthropic.chatRequest(request as ChatRequest, directContext(id, fake));
+          const headers = { 'x-api-key': apiKey!, 'anthropic-version': '2023-06-01', 'x-gateway-session-id': session.id, 'x-gateway-compact': way.way.compact };
+          res = await post(`${way.gateway.url}/v1/messages`, headers, direct.body);
+          if (out.calls === 0 && res.status === 400) {
+            out.skipped = `the gateway refused X-Gateway-Compact: ${way.way.compact} (${res.text.slice(0, 200)})`;
+            break corpus;
+          }
+          out.headerClaimedUsd = (out.headerClaimedUsd ?? 0) + Number(res.headers.get('x-gateway-cost-saved') ?? 0);
+        } else if (way) {
           const headers = { authorization: `Bearer ${apiKey}`, 'x-gateway-session-id': session.id, 'x-gateway-compact': way.way.compact };
           res = await post(`${way.gateway.url}/v1/chat/completions`, headers, JSON.stringify(request));
           if (out.calls === 0 && res.status === 400) {
@@ -273,7 +296,8 @@ export async function gatewaySavings(): Promise<{ rows: Row[]; details: string[]
         rows.push(directRow(model, client, direct, naiveDirect[model] ?? direct));
         details.push(...replayDetails(`${shortModel(model)}, ${client} client, direct`, model, client, undefined, direct));
         if (client === 'cache-aware') details.push(floorDetail(`${shortModel(model)}, ${client} client`, model, direct));
-        for (const way of WAYS) {
+        const messages = client === 'cache-aware' && model.startsWith('anthropic/') ? MESSAGES_WAYS : [];
+        for (const way of [...WAYS, ...messages]) {
           log(`savings: ${model}, ${client} client, ${way.name}`);
           const gw = await replay(corpus.sessions, model, client, { gateway, way });
           raw[`${model} ${client} ${way.name}`] = gw;
