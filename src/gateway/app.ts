@@ -1,4 +1,4 @@
-import type { FastifyError } from 'fastify';
+import type { FastifyError, FastifyRequest } from 'fastify';
 import { healthRoutes } from '../platform/health.ts';
 import { errorHandler, notFoundHandler } from '../platform/error-format.ts';
 import { bearerToken, createHttpApp, type App, useErrorFormat } from '../platform/http.ts';
@@ -93,13 +93,13 @@ export async function buildGatewayApp(deps: GatewayDeps, dataPlane: DataPlaneRou
   await app.register(
     async (v1: App) => {
       // OpenAI's error shape, but a request carrying anthropic-version comes from an Anthropic client (GET /v1/models
-      // included): its errors in Anthropic's. The Messages routes' own scope answers in Anthropic's shape always.
-      const openai = errorHandler('openai');
-      const anthropic = errorHandler('anthropic');
-      v1.setNotFoundHandler(notFoundHandler('openai'));
-      v1.setErrorHandler((error: FastifyError, request, reply) =>
-        (request.headers['anthropic-version'] === undefined ? openai : anthropic)(error, request, reply),
-      );
+      // included), and anything under /v1/messages is Anthropic's API (a method it does not serve, a key refused before
+      // routing): their errors in Anthropic's shape.
+      const anthropicClient = (request: FastifyRequest) => request.headers['anthropic-version'] !== undefined || request.url.startsWith('/v1/messages');
+      const openai = { error: errorHandler('openai'), notFound: notFoundHandler('openai') };
+      const anthropic = { error: errorHandler('anthropic'), notFound: notFoundHandler('anthropic') };
+      v1.setNotFoundHandler((request, reply) => (anthropicClient(request) ? anthropic : openai).notFound(request, reply));
+      v1.setErrorHandler((error: FastifyError, request, reply) => (anthropicClient(request) ? anthropic : openai).error(error, request, reply));
       await dataPlaneRoutes(v1, dataPlane);
     },
     { prefix: '/v1' },

@@ -285,11 +285,15 @@ describe('usage records as journal lines', () => {
     assert.deepEqual(Object.keys(decodeUsageRow(line)), [...USAGE_COLUMNS]);
     assert.deepEqual(decodeUsageRow(JSON.stringify(full)), full, "an earlier gateway's object line reads the same");
     assert.throws(() => decodeUsageRow(line.slice(0, 40)), SyntaxError, 'a line cut short is refused');
-    // A line or an object journaled before saved_provider_cache_usd existed: the provider's caching saved nothing then.
-    const { saved_provider_cache_usd: _, ...older } = full;
-    assert.equal(USAGE_COLUMNS.at(-1), 'saved_provider_cache_usd', 'the newest column last');
-    assert.deepEqual(decodeUsageRow(JSON.stringify(usageValues(full).slice(0, -1))), { ...full, saved_provider_cache_usd: 0 });
-    assert.deepEqual(decodeUsageRow(JSON.stringify(older)), { ...full, saved_provider_cache_usd: 0 });
+    // A line or an object journaled before surface existed: every call was a Chat Completions call then.
+    const { surface: _, ...older } = full;
+    assert.deepEqual(USAGE_COLUMNS.slice(-2), ['saved_provider_cache_usd', 'surface'], 'the newest columns last');
+    assert.deepEqual(decodeUsageRow(JSON.stringify(usageValues(full).slice(0, -1))), { ...full, surface: 'chat.completions' });
+    assert.deepEqual(decodeUsageRow(JSON.stringify(older)), { ...full, surface: 'chat.completions' });
+    // ... and before saved_provider_cache_usd existed: the provider's caching saved nothing then.
+    const { saved_provider_cache_usd: __, ...oldest } = older;
+    assert.deepEqual(decodeUsageRow(JSON.stringify(usageValues(full).slice(0, -2))), { ...full, saved_provider_cache_usd: 0, surface: 'chat.completions' });
+    assert.deepEqual(decodeUsageRow(JSON.stringify(oldest)), { ...full, saved_provider_cache_usd: 0, surface: 'chat.completions' });
     // The insert binds these in the order of its columns, USAGE_COLUMNS.
     assert.deepEqual(usageValues(full), USAGE_COLUMNS.map((c) => full[c]), "the insert's values, each under its column");
   });

@@ -35,6 +35,8 @@ interface Answer {
   status: number;
   contentType: string;
   text: string;
+  /** Anthropic's `request-id` header, when sent. */
+  requestId?: string | undefined;
 }
 
 /** Raw HTTP, so that bytes no client library would send (invalid UTF-8, duplicate keys) go out as they are. A hang fails the test. */
@@ -46,7 +48,14 @@ function send(base: string, r: Sent): Promise<Answer> {
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, contentType: String(res.headers['content-type'] ?? ''), text: Buffer.concat(chunks).toString('utf8') }));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            contentType: String(res.headers['content-type'] ?? ''),
+            text: Buffer.concat(chunks).toString('utf8'),
+            requestId: typeof res.headers['request-id'] === 'string' ? res.headers['request-id'] : undefined,
+          }),
+        );
         res.on('error', reject);
       },
     );
@@ -133,8 +142,8 @@ function requests(ops: readonly Operation[], auth: fc.Arbitrary<Record<string, s
     );
 }
 
-/** The documented error shapes: our APIs' problem+json, OAuth's RFC 6749 JSON, the gateway's OpenAI errors; Node's own refusal of a malformed request has no body. */
-function assertShape(r: Sent, a: Answer, surface: 'problem' | 'oauth' | 'openai') {
+/** The documented error shapes: our APIs' problem+json, OAuth's RFC 6749 JSON, the gateway's OpenAI and Anthropic errors; Node's own refusal of a malformed request has no body. */
+function assertShape(r: Sent, a: Answer, surface: 'problem' | 'oauth' | 'openai' | 'anthropic') {
   const what = `${r.method} ${r.path.slice(0, 120)} -> ${a.status} ${a.text.slice(0, 300)}`;
   if (a.status === 0) return; // closed under a large upload after a refusal (see send)
   assert.ok(a.status < 500, `no 5xx: ${what}`);
@@ -146,6 +155,16 @@ function assertShape(r: Sent, a: Answer, surface: 'problem' | 'oauth' | 'openai'
     const e = body['error'] as Record<string, unknown>;
     assert.equal(typeof e?.['message'], 'string', what);
     assert.equal(typeof e?.['code'], 'string', what);
+    return;
+  }
+  // A refusal before routing (headers too large, a malformed URL) cannot know its surface: problem+json that is also an OpenAI error.
+  if (surface === 'anthropic' && body['type'] === 'about:blank') return assertShape(r, a, 'openai');
+  if (surface === 'anthropic') {
+    const e = body['error'] as Record<string, unknown>;
+    assert.equal(body['type'], 'error', what);
+    assert.equal(typeof e?.['type'], 'string', what);
+    assert.equal(typeof e?.['message'], 'string', what);
+    assert.equal(typeof a.requestId, 'string', `request-id header: ${what}`);
     return;
   }
   if (surface === 'oauth' && typeof body['error'] === 'string') return;
@@ -307,7 +326,7 @@ describe('hostile input to every endpoint: no 5xx, each error in its surface\'s 
     await assertStillSound(t, auth, result);
   });
 
-  test('the gateway: its control plane and its OpenAI data plane', { timeout: 240_000 }, async (t) => {
+  test('the gateway: its control plane and its OpenAI and Anthropic data planes', { timeout: 240_000 }, async (t) => {
     const fake = await createFakeProvider();
     t.after(() => fake.close());
     const gw = await startTarget(t, 'src/gateway/main.ts', 'gateway', 'GATEWAY_PORT', () => ({
@@ -333,9 +352,11 @@ describe('hostile input to every endpoint: no 5xx, each error in its surface\'s 
       { authorization: `Bearer ${gwSession}` },
       { authorization: `Bearer ${signup['api_key'] as string}` },
       { authorization: 'Bearer sk-gw-%00' },
+      { 'x-api-key': signup['api_key'] as string },
       {},
     );
-    const result = await attack(gw, requests(operationsOf(spec), keys), (r, a) => assertShape(r, a, r.path.startsWith('/v1/') ? 'openai' : 'problem'));
+    const surfaceOf = (path: string) => (path.startsWith('/v1/messages') ? 'anthropic' : path.startsWith('/v1/') ? 'openai' : 'problem');
+    const result = await attack(gw, requests(operationsOf(spec), keys), (r, a) => assertShape(r, a, surfaceOf(r.path)));
     await assertStillSound(t, gw, result);
   });
 });
