@@ -11,13 +11,14 @@ import { hostileBenchmark } from './benchmarks/gateway-hostile.ts';
 import { compactionBenchmark } from './benchmarks/gateway-compaction.ts';
 import { routingBenchmark } from './benchmarks/gateway-routing.ts';
 import { gatewaySavings } from './benchmarks/gateway-savings.ts';
+import { messagesBenchmark } from './benchmarks/gateway-messages.ts';
 import { loginAndLatency } from './benchmarks/login.ts';
 import { oauthThroughput } from './benchmarks/oauth.ts';
 import { meThroughput } from './benchmarks/throughput.ts';
 import { type ChildServer, startServer } from './lib/children.ts';
 import { call, fmt, log } from './lib/format.ts';
 import { OAuthUser, REDIRECT_URI } from './lib/oauth-flow.ts';
-import { markdown, type Section, textTable } from './lib/report.ts';
+import { markdown, type Section, sectionMarkdown, textTable } from './lib/report.ts';
 import type { AuthInfo } from './servers/auth-info.ts';
 
 /**
@@ -46,12 +47,16 @@ import type { AuthInfo } from './servers/auth-info.ts';
  * bench/benchmarks/console-pages.ts) has its own section and table.
  * `hostile` (hostile request content through every stage, the gateway's
  * longest event-loop stall per input: bench/benchmarks/gateway-hostile.ts).
+ * `messages` (/v1/messages against /v1/chat/completions to the same fake
+ * Anthropic model, streamed and not, beside the fake and the Node floor:
+ * bench/benchmarks/gateway-messages.ts) has its own section and table; a run
+ * of parts keeps each section's markdown in last-run.json (`sections`).
  */
-const PARTS = ['login', 'me', 'oauth', 'gateway', 'breakdown', 'before-after', 'cache', 'compaction', 'routing', 'savings', 'console', 'hostile'] as const;
+const PARTS = ['login', 'me', 'oauth', 'gateway', 'breakdown', 'before-after', 'cache', 'compaction', 'routing', 'savings', 'console', 'hostile', 'messages'] as const;
 type Part = (typeof PARTS)[number];
 const WHOLE: readonly Part[] = PARTS;
 /** Parts that need no account-service servers. */
-const GATEWAY_ONLY: ReadonlySet<Part> = new Set(['breakdown', 'before-after', 'cache', 'compaction', 'routing', 'savings', 'console', 'hostile']);
+const GATEWAY_ONLY: ReadonlySet<Part> = new Set(['breakdown', 'before-after', 'cache', 'compaction', 'routing', 'savings', 'console', 'hostile', 'messages']);
 const asked = process.argv.slice(2);
 for (const a of asked) {
   if (!(PARTS as readonly string[]).includes(a)) {
@@ -76,6 +81,8 @@ const PART_LIMIT_MS: Partial<Record<Part, number>> = {
   savings: 300_000,
   console: process.env['TEST_POSTGRES_URL'] ? 1_500_000 : 600_000,
   hostile: 300_000,
+  // Three runs of two loads over ten lanes: about 260 s each here.
+  messages: 1_200_000,
 };
 const TIME_LIMIT_MS = (authParts ? 175_000 : 0) + [...parts].reduce((sum, p) => sum + (PART_LIMIT_MS[p] ?? 0), 0);
 
@@ -94,8 +101,9 @@ async function main(servers: ChildServer<unknown>[], dataDir: string) {
   const compaction = parts.has('compaction') ? await compactionBenchmark() : undefined;
   const consolePages = parts.has('console') ? await consoleBenchmark() : undefined;
   const hostile = parts.has('hostile') ? await hostileBenchmark() : undefined;
-  const results = [auth, gateway, breakdown, beforeAfter, cache, compaction, routing, savings, consolePages, hostile];
-  const sections: Section[] = consolePages ? [consolePages.section] : [];
+  const messages = parts.has('messages') ? await messagesBenchmark() : undefined;
+  const results = [auth, gateway, breakdown, beforeAfter, cache, compaction, routing, savings, consolePages, hostile, messages];
+  const sections: Section[] = [consolePages?.section, messages?.section].filter((s) => s !== undefined);
   return {
     rows: results.flatMap((r) => r?.rows ?? []),
     details: results.flatMap((r) => r?.details ?? []),
@@ -169,7 +177,7 @@ try {
   const date = `${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC`;
   const machine = `${CORES} cores (${cpus()[0]?.model ?? 'unknown CPU'}), ${process.platform}`;
   mkdirSync(new URL('.', RAW), { recursive: true });
-  writeFileSync(RAW, `${JSON.stringify({ date, node: process.version, machine, seconds, parts: [...parts], ...raw }, null, 2)}\n`);
+  writeFileSync(RAW, `${JSON.stringify({ date, node: process.version, machine, seconds, parts: [...parts], ...raw, sections: sections.map(sectionMarkdown) }, null, 2)}\n`);
   if (whole) {
     writeFileSync(DOC, markdown({ date, node: process.version, machine, cores: CORES, seconds, rows, details, sections }));
     log(`wrote docs/BENCHMARKS.md in ${fmt(seconds)} s`);

@@ -1,6 +1,7 @@
 import { startServer } from './children.ts';
 import { mainThreadCpuSeconds, mainThreadScheduling, processCpuSeconds, waitUntilIdle } from './cpu.ts';
 import { fmt } from './format.ts';
+import type { Options } from 'autocannon';
 import { FAKE_TEXT, NODE_FLOOR, type RunningTarget, startGateway } from './gateway-targets.ts';
 import { load, percentile } from './load.ts';
 
@@ -40,6 +41,8 @@ export interface AbTally {
   latencies: number[];
   /** X-Gateway-Overhead-Ms of every 2xx response that carried it (the gateway's own time before its first byte). */
   overheads: number[];
+  /** Answers not 2xx, and socket errors. */
+  failed: number;
 }
 
 export const FLOOR_NAME = 'node floor';
@@ -64,7 +67,9 @@ export async function runAb(specs: AbSpec[], options: AbOptions): Promise<AbTall
     if (options.floor) running.push({ tally: tally(FLOOR_NAME), target: await NODE_FLOOR.start(upstream) });
     for (const r of running) await load({ ...requestOptions(r.target, options.connections), duration: options.warmupS });
     for (let round = 0; round < options.rounds; round++) {
-      for (const r of round % 2 === 0 ? running : [...running].reverse()) await slice(r.tally, r.target, options);
+      for (const r of round % 2 === 0 ? running : [...running].reverse()) {
+        await measureSlice(r.tally, r.target.pid, { ...requestOptions(r.target, options.connections), duration: options.sliceS }, options.verbose);
+      }
     }
     return running.map((r) => r.tally);
   } finally {
@@ -73,8 +78,8 @@ export async function runAb(specs: AbSpec[], options: AbOptions): Promise<AbTall
   }
 }
 
-function tally(name: string): AbTally {
-  return { name, calls: 0, seconds: 0, cpu: 0, main: 0, wait: 0, voluntary: 0, involuntary: 0, latencies: [], overheads: [] };
+export function tally(name: string): AbTally {
+  return { name, calls: 0, seconds: 0, cpu: 0, main: 0, wait: 0, voluntary: 0, involuntary: 0, latencies: [], overheads: [], failed: 0 };
 }
 
 /** Benchmark 5's requests: every one new (autocannon's [<id>]), so no target answers from a cache. */
@@ -89,8 +94,13 @@ interface HeadersEvent {
   headers: string[];
 }
 
-async function slice(t: AbTally, target: RunningTarget, options: AbOptions): Promise<void> {
-  const pid = target.pid;
+/**
+ * One measured slice of `load` (autocannon's options: url, body, connections, duration) against the process `pid`,
+ * added to `t`: its CPU (all threads and the main thread), the main thread's scheduling, the exact latency and the
+ * X-Gateway-Overhead-Ms of every 2xx answer. The process is let go idle first. Any request shape: the Messages
+ * benchmark (bench/benchmarks/gateway-messages.ts) measures its surfaces with it.
+ */
+export async function measureSlice(t: AbTally, pid: number, request: Options, verbose: boolean): Promise<void> {
   await waitUntilIdle(pid);
   const cpu = processCpuSeconds(pid);
   const main = mainThreadCpuSeconds(pid);
@@ -108,7 +118,7 @@ async function slice(t: AbTally, target: RunningTarget, options: AbOptions): Pro
       }
     });
   };
-  const { result, ok } = await load({ ...requestOptions(target, options.connections), duration: options.sliceS, setupClient }, true);
+  const { result, ok } = await load({ ...request, setupClient }, true);
   const after = mainThreadScheduling(pid);
   t.cpu += processCpuSeconds(pid) - cpu;
   t.main += mainThreadCpuSeconds(pid) - main;
@@ -117,8 +127,9 @@ async function slice(t: AbTally, target: RunningTarget, options: AbOptions): Pro
   t.involuntary += after.involuntary - sched.involuntary;
   t.calls += ok.length;
   t.seconds += result.duration;
+  t.failed += result.non2xx + result.errors;
   for (const s of ok) t.latencies.push(s.ms);
-  if (options.verbose) {
+  if (verbose) {
     const own = ok.map((s) => s.ms).sort((a, b) => a - b);
     console.error(`ab: ${t.name}: slice of ${fmt(ok.length / result.duration)} calls/s, p50 ${fmt(percentile(own, 50), 2)} ms, p99 ${fmt(percentile(own, 99), 2)} ms`);
   }

@@ -53,7 +53,8 @@ function markdownTable(rows: Row[]): string {
   return [line(HEADER), line(HEADER.map(() => '---')), ...cells(rows).map(line)].join('\n');
 }
 
-function sectionMarkdown(section: Section): string {
+/** A section as docs/BENCHMARKS.md holds it (a run of parts keeps it in last-run.json, to paste). */
+export function sectionMarkdown(section: Section): string {
   return `
 ## ${section.title}
 
@@ -282,7 +283,7 @@ npm run bench
 It takes about ${Math.round(report.seconds / 10) * 10} s, prints the table above and rewrites this file. It exits 0 whether or not
 the targets are met (a missed one shows as FAIL); raw figures go to bench/results/last-run.json (not committed).
 \`npm run bench -- login\` (or any other part: \`me\`, \`oauth\`, \`gateway\`, \`breakdown\`, \`before-after\`, \`cache\`, \`compaction\`,
-\`routing\`, \`savings\`, \`console\`, \`hostile\`) runs only those benchmarks, prints their table and leaves this file alone.
+\`routing\`, \`savings\`, \`console\`, \`hostile\`, \`messages\`) runs only those benchmarks, prints their table and leaves this file alone.
 \`BENCH_BCRYPT_DIRS=<dir>[:<dir>…]\` also times the bcrypt packages installed under each \`<dir>/node_modules\` (e.g. one where
 \`npm install @node-rs/bcrypt@2\` was run), so that benchmark 1's bound comes from the fastest of all of them.
 \`BENCH_CPU_PROF=<dir> npm run bench\` also writes a V8 CPU profile of each server process into \`<dir>\`;

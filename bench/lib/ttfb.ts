@@ -22,9 +22,10 @@ export async function streamTtfb(
   headers: Record<string, string>,
   /** The request body, or a function making each one (bodies that differ: no cache can answer them). */
   body: string | (() => string),
-  options: { requests: number; concurrency: number },
+  /** `path`: appended to baseUrl (default /chat/completions; the Messages benchmark's is /messages). */
+  options: { requests: number; concurrency: number; path?: string },
 ): Promise<TtfbRun> {
-  const url = new URL(`${baseUrl}/chat/completions`);
+  const url = new URL(`${baseUrl}${options.path ?? '/chat/completions'}`);
   const pool = new Pool(url.origin, { connections: options.concurrency });
   const run: TtfbRun = { ttfb: [], total: [], failures: {}, firstFailure: undefined };
   const fail = (key: string, detail: string) => {

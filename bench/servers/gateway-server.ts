@@ -37,7 +37,11 @@ const config = loadGatewayConfig({
 const service = await createGatewayService(config);
 const { deps } = service;
 const tenant = await signup(deps, { name: 'Bench', email: 'bench@example.com', ip: '127.0.0.1', adminToken: undefined });
-await putProviderKey(deps, tenant.tenantId, { provider: 'openai', key: 'sk-bench-fake', baseUrl: `${process.env['UPSTREAM_URL']}/v1` });
+// BENCH_GATEWAY_PROVIDERS (comma-separated, default "openai"): the providers the tenant has a key for, each at the fake.
+// The Messages benchmark gives it only "anthropic", so that routing a named Claude model stays with Anthropic's models.
+for (const provider of (process.env['BENCH_GATEWAY_PROVIDERS'] ?? 'openai').split(',')) {
+  await putProviderKey(deps, tenant.tenantId, { provider, key: 'sk-bench-fake', baseUrl: `${process.env['UPSTREAM_URL']}/v1` });
+}
 // Every stage at work: safe compaction, routing of the named model, limits high enough never to refuse (so each call is
 // estimated, reserved and settled); the response cache and dedup are on by default, and provider prompt caching is on
 // for calls with a session id (the target sends one).
