@@ -26,7 +26,7 @@ const LATENCY: AbOptions = { latency: true, rounds: 2, sliceS: 5, warmupS: 4, co
 /** After/before CPU per call on the main thread above this is a cost, whatever the spread. */
 const CPU_BOUND = 1.05;
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 interface Run {
   throughput: Record<string, AbSummary>;

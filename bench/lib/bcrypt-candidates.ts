@@ -38,7 +38,7 @@ const PACKAGES: { name: string; hasher(mod: Module, major: number): Hasher }[] =
   },
 ];
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 export function loadBcryptCandidates(): { candidates: BcryptCandidate[]; notFound: string[] } {
   const extra = (process.env['BENCH_BCRYPT_DIRS'] ?? '').split(':').filter(Boolean);

@@ -20,7 +20,7 @@ import { log } from './format.ts';
  * (TRUSTED_CUSTOM_HOSTS unset).
  */
 const VERSION = process.env['BENCH_PORTKEY_VERSION'] ?? '1.15.2';
-const DIR = fileURLToPath(new URL('../.portkey', import.meta.url));
+const DIR = fileURLToPath(new URL('../.portkey/', import.meta.url));
 const PACKAGE_DIR = `${DIR}node_modules/@portkey-ai/gateway/`;
 
 export interface PortkeyProcess {

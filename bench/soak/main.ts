@@ -32,7 +32,7 @@ import { freePort, type ServiceProcess, startService } from './service-process.t
  * Exit code: 0 when both verdicts pass, 2 when one fails, 1 when the soak
  * itself could not run. Not a test: it is never run by `npm test` or CI.
  */
-const ROOT = new URL('../..', import.meta.url);
+const ROOT = new URL('../../', import.meta.url);
 const RESULTS = new URL('bench/results/', ROOT);
 const FAKE_BEHAVIOUR = { latencyMs: 300, chunkDelayMs: 25, chunks: 16 };
 const USERS = 30;

@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { loadAuthConfig } from '../../src/auth/config.ts';
 import { ConfigError } from '../../src/platform/config.ts';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const GOOD_KEY = 'k'.repeat(32);
 const ENCRYPTION_KEY_HEX = '0123456789abcdef'.repeat(4);
 

@@ -128,7 +128,7 @@ describe('AUTH_TRUST_PROXY and GATEWAY_TRUST_PROXY: every address (/0)', () => {
 
   test('npm start with /0 for both services: exit 78 and one line for each, never a TypeError', async () => {
     const child = spawn(process.execPath, ['src/main.ts'], {
-      cwd: fileURLToPath(new URL('../..', import.meta.url)),
+      cwd: fileURLToPath(new URL('../../', import.meta.url)),
       env: { PATH: process.env['PATH'] ?? '', DATA_DIR: dir, AUTH_TRUST_PROXY: '0.0.0.0/0', GATEWAY_TRUST_PROXY: '::/0' },
       stdio: ['ignore', 'ignore', 'pipe'],
     });

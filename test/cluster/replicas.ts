@@ -16,7 +16,7 @@ import { POSTGRES_URL, REDIS_URL } from '../helpers/env.ts';
  * suite's replicas share one PostgreSQL schema per service and one Redis.
  */
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const ENTRY = { auth: 'src/auth/main.ts', gateway: 'src/gateway/main.ts' } as const;
 const PORT_SETTING = { auth: 'AUTH_PORT', gateway: 'GATEWAY_PORT' } as const;
 const HOST_SETTING = { auth: 'AUTH_HOST', gateway: 'GATEWAY_HOST' } as const;

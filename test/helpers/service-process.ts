@@ -4,7 +4,7 @@ import { createInterface } from 'node:readline';
 import type { TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 /** A service running as its own process, as `npm run start:auth` or `start:gateway` runs it. */
 export interface ServiceProcess {

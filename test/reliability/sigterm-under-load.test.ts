@@ -12,7 +12,7 @@ import OpenAI from 'openai';
 import { createFakeProvider } from '../../tools/fake-provider/server.ts';
 import { freePort } from '../helpers/auth.ts';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const CALLS = 24;
 
 /**
