@@ -38,7 +38,7 @@ import { load } from './lib/load.ts';
  * thread at a time. Sending the usage thread its batch as an array of
  * strings, not one joined string, counted 7.6 % more instructions per
  * call on the main thread here, where the event loop's own time to hand a
- * batch over fell six-fold (src/gateway/data-plane/usage-thread.ts).
+ * batch over fell six-fold (src/gateway/usage/usage-thread.ts).
  */
 
 const CALLS = Number(process.env['INSTR_CALLS'] ?? 2000);

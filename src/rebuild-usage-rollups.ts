@@ -1,5 +1,5 @@
 import type { GatewayDb } from './gateway/schema.ts';
-import { rebuildUsageRollups } from './gateway/usage-rollups.ts';
+import { rebuildUsageRollups } from './gateway/usage/usage-rollups.ts';
 import { closeDatabase, migrateToLatest, openDatabase } from './platform/db.ts';
 import { configureAll, exitOnConfigError } from './platform/service-entry.ts';
 import { services } from './services.ts';

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { encodeCursor } from '../../src/gateway/request-log.ts';
+import { encodeCursor } from '../../src/gateway/usage/request-log.ts';
 import { CERT_FILE, startSmtpServer, type TestSmtpServer } from '../../test/helpers/smtp.ts';
 import { type ChildServer, startServer } from '../lib/children.ts';
 import { checkTotals, freshSchema, SERVER, type Seeded, seed, signIn } from '../lib/console-setup.ts';

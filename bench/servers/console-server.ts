@@ -1,9 +1,9 @@
 import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
-import { createApiKey } from '../../src/gateway/api-keys.ts';
+import { createApiKey } from '../../src/gateway/control-plane/api-keys.ts';
 import { loadGatewayConfig } from '../../src/gateway/config.ts';
 import { createGatewayService } from '../../src/gateway/service.ts';
-import { signup } from '../../src/gateway/tenants.ts';
+import { signup } from '../../src/gateway/control-plane/tenants.ts';
 import { generateUsage, MAIN_TENANT, OTHER_TENANTS, type SeededTenant } from '../lib/console-seed.ts';
 import { announce, closeWhenTold } from './lifecycle.ts';
 

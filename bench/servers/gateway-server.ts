@@ -3,9 +3,9 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadGatewayConfig } from '../../src/gateway/config.ts';
-import { putProviderKey } from '../../src/gateway/provider-keys.ts';
+import { putProviderKey } from '../../src/gateway/control-plane/provider-keys.ts';
 import { createGatewayService } from '../../src/gateway/service.ts';
-import { signup, updateTenant } from '../../src/gateway/tenants.ts';
+import { signup, updateTenant } from '../../src/gateway/control-plane/tenants.ts';
 import { announce, closeWhenTold } from './lifecycle.ts';
 
 /**

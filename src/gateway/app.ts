@@ -7,12 +7,12 @@ import { type ConsoleOptions, registerConsole } from './console/console.ts';
 import { accountSignIn } from './console/pages/account-sign-in.ts';
 import type { GatewayDeps } from './deps.ts';
 import { gatewayMigrations } from './migrations.ts';
-import { type DataPlaneRouteDeps, dataPlaneRoutes } from './routes/data-plane.ts';
-import { tenantForSession } from './gateway-sessions.ts';
-import { controlAuthRoutes } from './routes/control-auth.ts';
-import { controlKeyRoutes } from './routes/control-keys.ts';
-import { controlLimitRoutes } from './routes/control-limits.ts';
-import { controlUsageRoutes } from './routes/control-usage.ts';
+import { type DataPlaneRouteDeps, dataPlaneRoutes } from './surfaces/routes.ts';
+import { tenantForSession } from './control-plane/gateway-sessions.ts';
+import { controlAuthRoutes } from './control-plane/routes/auth.ts';
+import { controlKeyRoutes } from './control-plane/routes/keys.ts';
+import { controlLimitRoutes } from './control-plane/routes/limits.ts';
+import { controlUsageRoutes } from './control-plane/routes/usage.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {

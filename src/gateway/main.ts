@@ -2,10 +2,10 @@ import { resealOutbox, rotateIn } from '../platform/key-rotation.ts';
 import { type ConfiguredService, runServices, type ServiceEntry } from '../platform/service-entry.ts';
 import { type GatewayConfig, loadGatewayConfig } from './config.ts';
 import { gatewayMigrations } from './migrations.ts';
-import { resealProviderKeys } from './provider-keys.ts';
+import { resealProviderKeys } from './control-plane/provider-keys.ts';
 import type { GatewayDb } from './schema.ts';
 import { createGatewayService, type GatewayService } from './service.ts';
-import { privateUpstreamsWarning } from './upstream-policy.ts';
+import { privateUpstreamsWarning } from './control-plane/upstream-policy.ts';
 
 /** The gateway as the entry points list it (src/services.ts). */
 export const gatewayService: ServiceEntry = {

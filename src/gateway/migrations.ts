@@ -2,9 +2,9 @@ import { type Migration, SqliteAdapter, sql } from 'kysely';
 import { jobRunsMigration } from '../platform/jobs.ts';
 import { outboxMigration } from '../platform/mail.ts';
 import type { GatewayDb } from './schema.ts';
-import { workspaceOwnershipMigration } from './workspace-ownership-migration.ts';
-import { rebuildStoredBodyBytes } from './stored-body-bytes.ts';
-import { LATENCY_ROLLUPS, MEASURES_0006, periodColumn, ROLLUPS, rebuildUsageRollups } from './usage-rollups.ts';
+import { workspaceOwnershipMigration } from './control-plane/workspace-ownership-migration.ts';
+import { rebuildStoredBodyBytes } from './usage/stored-body-bytes.ts';
+import { LATENCY_ROLLUPS, MEASURES_0006, periodColumn, ROLLUPS, rebuildUsageRollups } from './usage/usage-rollups.ts';
 
 /** Migrations of the gateway, applied in key order; the same on SQLite and PostgreSQL. */
 export const gatewayMigrations: Record<string, Migration> = {

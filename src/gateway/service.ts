@@ -6,9 +6,9 @@ import type { GatewayConfig } from './config.ts';
 import { createDataPlane, type DataPlane } from './data-plane/data-plane.ts';
 import type { GatewayDeps } from './deps.ts';
 import { gatewayMigrations } from './migrations.ts';
-import { purgeGateway } from './purge.ts';
+import { purgeGateway } from './usage/purge.ts';
 import type { GatewayTables } from './schema.ts';
-import { upstreamPolicy } from './upstream-policy.ts';
+import { upstreamPolicy } from './control-plane/upstream-policy.ts';
 
 export interface GatewayService {
   runtime: ServiceRuntime<GatewayDeps>;

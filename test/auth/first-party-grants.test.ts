@@ -13,7 +13,7 @@ const CALLBACK = 'https://app.example/cb';
  * A password reset ends the account's sign-ins to the service's own
  * products: the grants of the first-party client (OAUTH_CLIENT_ID), whose
  * products recheck them (the gateway's console does,
- * src/gateway/accounts-session-grants.ts). Third-party grants of a verified
+ * src/gateway/control-plane/accounts-session-grants.ts). Third-party grants of a verified
  * account stay (docs/security.md).
  */
 for (const kind of DB_KINDS) {

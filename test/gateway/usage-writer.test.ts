@@ -6,10 +6,10 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import pino from 'pino';
 import { SqliteKysely } from '../../src/platform/db.ts';
-import { UsageJournal } from '../../src/gateway/data-plane/usage-journal.ts';
-import { decodeUsageRow, encodeUsageRow, USAGE_COLUMNS, usageValues } from '../../src/gateway/data-plane/usage-row-json.ts';
-import { UsageThread } from '../../src/gateway/data-plane/usage-thread.ts';
-import { UsageWriter } from '../../src/gateway/data-plane/usage-writer.ts';
+import { UsageJournal } from '../../src/gateway/usage/usage-journal.ts';
+import { decodeUsageRow, encodeUsageRow, USAGE_COLUMNS, usageValues } from '../../src/gateway/usage/usage-row-json.ts';
+import { UsageThread } from '../../src/gateway/usage/usage-thread.ts';
+import { UsageWriter } from '../../src/gateway/usage/usage-writer.ts';
 import type { UsageRecordRow } from '../../src/gateway/schema.ts';
 import { DB_KINDS } from '../helpers/env.ts';
 import { startTestGateway, type TestGateway, usageRow } from '../helpers/gateway.ts';
@@ -301,7 +301,7 @@ describe('usage records as journal lines', () => {
 
 describe('usage writer statement sizes', () => {
   test('a batch of any size is cut into chunks of at most four distinct sizes, in order, nothing lost', async () => {
-    const { fixedChunks } = await import('../../src/gateway/data-plane/usage-writer.ts');
+    const { fixedChunks } = await import('../../src/gateway/usage/usage-writer.ts');
     const sizes = new Set<number>();
     for (let n = 0; n <= 600; n++) {
       const rows = Array.from({ length: n }, (_, i) => i);

@@ -9,7 +9,7 @@ import type { AuthTables } from '../schema.ts';
  * through it is a session of the account, so a password reset, which ends
  * every session, ends these too (ASVS 4.0.3 V3.3.3: effective at relying
  * parties); the product learns it when it next refreshes the grant
- * (src/gateway/accounts-session-grants.ts). Third-party grants of a verified
+ * (src/gateway/control-plane/accounts-session-grants.ts). Third-party grants of a verified
  * account are left alone, as a reset leaves personal access tokens
  * (docs/security.md). Unused codes of the client go first, as in
  * revokeUserGrant (user-grants.ts): a code exchange in flight then cannot

@@ -1,7 +1,7 @@
-import { listApiKeys } from '../api-keys.ts';
+import { listApiKeys } from '../control-plane/api-keys.ts';
 import type { GatewayDeps } from '../deps.ts';
 import { LIMIT_FIELD, type Limits } from '../settings/limits.ts';
-import { parseTenantSettings } from '../tenant-settings.ts';
+import { parseTenantSettings } from '../control-plane/tenant-settings.ts';
 import { countersFor, type LimitScope } from './ledger.ts';
 
 /** One limit and where its current window stands. */

@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { randomToken, sha256 } from '../../platform/crypto.ts';
 import { HttpProblem } from '../../platform/errors.ts';
 import type { GatewayDeps } from '../deps.ts';
-import { createSession, revokeSession, tenantForSession } from '../gateway-sessions.ts';
+import { createSession, revokeSession, tenantForSession } from '../control-plane/gateway-sessions.ts';
 import type { CsrfBinding } from './csrf.ts';
 
 /**

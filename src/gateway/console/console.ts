@@ -4,7 +4,7 @@ import { acceptFormBodies } from '../../platform/form.ts';
 import { escapeHtml } from '../../platform/html.ts';
 import { type App, usePageErrors } from '../../platform/http.ts';
 import type { GatewayDeps } from '../deps.ts';
-import { getTenant } from '../tenants.ts';
+import { getTenant } from '../control-plane/tenants.ts';
 import { ConsoleAssets } from './assets.ts';
 import { type ConsoleCookies, type ConsoleSession, consoleCookies, readConsoleSession } from './console-session.ts';
 import { CsrfTokens } from './csrf.ts';

@@ -1,4 +1,4 @@
-import type { UsageGroup, UsageGroupBy } from '../usage-queries.ts';
+import type { UsageGroup, UsageGroupBy } from '../usage/usage-queries.ts';
 
 /**
  * The Usage page's groups as CSV (RFC 4180): a header line, one line per

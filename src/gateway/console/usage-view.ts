@@ -1,5 +1,5 @@
 import { escapeHtml } from '../../platform/html.ts';
-import type { LatencyReport, UsageTotals } from '../usage-queries.ts';
+import type { LatencyReport, UsageTotals } from '../usage/usage-queries.ts';
 import type { ConsoleAssets } from './assets.ts';
 import { fieldError } from './forms.ts';
 

@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Clock } from '../../platform/clock.ts';
 import { sha256 } from '../../platform/crypto.ts';
 import { bearerToken } from '../../platform/http.ts';
-import { SESSION_PREFIX } from '../gateway-sessions.ts';
+import { SESSION_PREFIX } from '../control-plane/gateway-sessions.ts';
 import type { InvalidationBus } from '../invalidation.ts';
 import { invalidApiKey, missingApiKey, sessionNotApiKey } from '../openai-errors.ts';
 import type { GatewayDb } from '../schema.ts';

@@ -13,7 +13,7 @@ import { createGatewayMetrics } from '../metrics.ts';
 import { buildPipeline } from '../pipeline/pipeline.ts';
 import { buildAdapters } from '../providers/adapters.ts';
 import { PROVIDERS } from '../providers/registry.ts';
-import type { DataPlaneRouteDeps } from '../routes/data-plane.ts';
+import type { DataPlaneRouteDeps } from '../surfaces/routes.ts';
 import type { GatewayDb } from '../schema.ts';
 import { countTokensVia } from '../surfaces/messages/count-tokens.ts';
 import { apiKeyStore } from './api-key-auth.ts';
@@ -21,8 +21,8 @@ import { tenantContexts } from './tenant-context.ts';
 import { TenantConcurrency } from '../pipeline/stages/concurrency.ts';
 import { UpstreamPools } from './upstream-pools.ts';
 import { UpstreamShares } from './upstream-shares.ts';
-import { UsageJournal } from './usage-journal.ts';
-import { UsageWriter } from './usage-writer.ts';
+import { UsageJournal } from '../usage/usage-journal.ts';
+import { UsageWriter } from '../usage/usage-writer.ts';
 
 export interface DataPlane {
   routes: DataPlaneRouteDeps;

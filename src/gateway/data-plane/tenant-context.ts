@@ -2,10 +2,10 @@ import type { Clock } from '../../platform/clock.ts';
 import type { CircuitKeys } from '../routing/circuit-breaker.ts';
 import { circuitKeys } from '../routing/circuit-keys.ts';
 import type { InvalidationBus } from '../invalidation.ts';
-import { loadProviderKeys } from '../provider-keys.ts';
-import { parseTenantSettings, type TenantSettings } from '../tenant-settings.ts';
+import { loadProviderKeys } from '../control-plane/provider-keys.ts';
+import { parseTenantSettings, type TenantSettings } from '../control-plane/tenant-settings.ts';
 import type { GatewayDb } from '../schema.ts';
-import { storedBodyBytes } from '../stored-body-bytes.ts';
+import { storedBodyBytes } from '../usage/stored-body-bytes.ts';
 import { BodyStorage } from './body-storage.ts';
 import { LoadingCache } from './loading-cache.ts';
 

@@ -5,7 +5,7 @@ import type { Clock } from '../../platform/clock.ts';
 import type { BudgetLedger } from '../budgets/ledger.ts';
 import type { ResponseCache } from '../cache/response-cache.ts';
 import type { GatewayConfig } from '../config.ts';
-import type { UsageWriter } from '../data-plane/usage-writer.ts';
+import type { UsageWriter } from '../usage/usage-writer.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import type { ProviderAdapter } from '../providers/types.ts';
 import { CircuitBreakers } from '../routing/circuit-breaker.ts';

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import OpenAI from 'openai';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import type { RequestDetail } from '../../../src/gateway/request-log.ts';
+import type { RequestDetail } from '../../../src/gateway/usage/request-log.ts';
 import { chromiumSkip, launchChromium } from '../../helpers/chromium.ts';
 import { ConsoleBrowser, h1, MailInbox, path, settle, submitting } from '../../helpers/console-browser.ts';
 import { type LiveGateway, startLiveGateway, usageRecord } from '../../helpers/gateway-service.ts';

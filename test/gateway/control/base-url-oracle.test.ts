@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { checkProviderKey } from '../../../src/gateway/provider-key-check.ts';
+import { checkProviderKey } from '../../../src/gateway/control-plane/provider-key-check.ts';
 import { DB_KINDS } from '../../helpers/env.ts';
 import { startTestGateway, type TestGateway } from '../../helpers/gateway.ts';
 import { type LiveGateway, startLiveGateway } from '../../helpers/gateway-service.ts';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { purgeGateway } from '../../../src/gateway/purge.ts';
+import { purgeGateway } from '../../../src/gateway/usage/purge.ts';
 import { DB_KINDS } from '../../helpers/env.ts';
 import { startTestGateway, type TestGateway } from '../../helpers/gateway.ts';
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { loadProviderKeys } from '../../../src/gateway/provider-keys.ts';
+import { loadProviderKeys } from '../../../src/gateway/control-plane/provider-keys.ts';
 import { DB_KINDS } from '../../helpers/env.ts';
 import { startTestGateway, type TestGateway } from '../../helpers/gateway.ts';
 

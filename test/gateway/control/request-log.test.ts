@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { CompiledQuery, sql } from 'kysely';
-import { requestFilter, requestPageQuery } from '../../../src/gateway/request-log.ts';
+import { requestFilter, requestPageQuery } from '../../../src/gateway/usage/request-log.ts';
 import { DB_KINDS } from '../../helpers/env.ts';
 import { startTestGateway, type TestGateway } from '../../helpers/gateway.ts';
 

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { loadGatewayConfig } from '../../../src/gateway/config.ts';
-import { putProviderKey } from '../../../src/gateway/provider-keys.ts';
-import { privateUpstreamsWarning, upstreamPolicy } from '../../../src/gateway/upstream-policy.ts';
+import { putProviderKey } from '../../../src/gateway/control-plane/provider-keys.ts';
+import { privateUpstreamsWarning, upstreamPolicy } from '../../../src/gateway/control-plane/upstream-policy.ts';
 import { dnsResolverLookup } from '../../../src/platform/safe-fetch.ts';
 import { startDnsServer } from '../../helpers/dns-server.ts';
 import { DB_KINDS } from '../../helpers/env.ts';

@@ -4,7 +4,7 @@ import { request } from 'node:http';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import OpenAI from 'openai';
-import { decodeUsageRow } from '../../../src/gateway/data-plane/usage-row-json.ts';
+import { decodeUsageRow } from '../../../src/gateway/usage/usage-row-json.ts';
 import { gatewayMigrations } from '../../../src/gateway/migrations.ts';
 import type { GatewayTables } from '../../../src/gateway/schema.ts';
 import { closeDatabase, openDatabase } from '../../../src/platform/db.ts';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { insertUsageRecords } from '../../../src/gateway/data-plane/usage-writer.ts';
-import { rebuildStoredBodyBytes } from '../../../src/gateway/stored-body-bytes.ts';
+import { insertUsageRecords } from '../../../src/gateway/usage/usage-writer.ts';
+import { rebuildStoredBodyBytes } from '../../../src/gateway/usage/stored-body-bytes.ts';
 import { ManualClock } from '../../../src/platform/clock.ts';
 import { DB_KINDS } from '../../helpers/env.ts';
 import { usageRow } from '../../helpers/gateway.ts';

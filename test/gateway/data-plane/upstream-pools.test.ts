@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { POOLS_TENANT_SHARE, UpstreamPools } from '../../../src/gateway/data-plane/upstream-pools.ts';
-import { upstreamPolicy } from '../../../src/gateway/upstream-policy.ts';
+import { upstreamPolicy } from '../../../src/gateway/control-plane/upstream-policy.ts';
 import { safeConnector } from '../../../src/platform/safe-connect.ts';
 
 /**

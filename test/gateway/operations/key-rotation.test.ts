@@ -5,7 +5,7 @@ import { promisify } from 'node:util';
 import OpenAI from 'openai';
 import { loadGatewayConfig } from '../../../src/gateway/config.ts';
 import { gatewayService } from '../../../src/gateway/main.ts';
-import { loadProviderKeys } from '../../../src/gateway/provider-keys.ts';
+import { loadProviderKeys } from '../../../src/gateway/control-plane/provider-keys.ts';
 import { providerKeyAad } from '../../../src/gateway/schema.ts';
 import { ManualClock } from '../../../src/platform/clock.ts';
 import type { ConfigError } from '../../../src/platform/config.ts';

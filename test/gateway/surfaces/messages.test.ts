@@ -405,6 +405,7 @@ describe('Claude Code model names and aliases on the Messages surface', () => {
     assert.equal(sent.headers['anthropic-beta'], undefined, 'beta flags are not sent to a provider that cannot take them');
     const body = sent.body as { model: string; messages: { role: string; content: unknown; tool_call_id?: string }[]; tools: { function: { name: string } }[] };
     assert.equal(body.model, 'gpt-4o-mini');
+    assert.equal((body as unknown as { max_completion_tokens: number }).max_completion_tokens, 16_384, "Claude Code's 32,000 lowered to the model's documented output limit");
     assert.deepEqual(body.tools.map((x) => x.function.name), ['Read', 'Grep']);
     assert.deepEqual(body.messages.map((m) => m.role), ['system', 'user', 'assistant', 'tool']);
     assert.equal(body.messages[3]!.tool_call_id, 'toolu_1');

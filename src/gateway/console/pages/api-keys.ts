@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { escapeHtml } from '../../../platform/html.ts';
 import type { App } from '../../../platform/http.ts';
-import { createApiKey, KEY_NAME_MAX, listApiKeys, renameApiKey, revokeApiKey, setApiKeyLimits } from '../../api-keys.ts';
+import { createApiKey, KEY_NAME_MAX, listApiKeys, renameApiKey, revokeApiKey, setApiKeyLimits } from '../../control-plane/api-keys.ts';
 import { limitsReport } from '../../budgets/consumption.ts';
 import type { ConsoleContext } from '../console.ts';
 import { attempt, csrfField, field, formError, formText } from '../forms.ts';

@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import { escapeHtml } from '../../../platform/html.ts';
 import type { App } from '../../../platform/http.ts';
-import { confirmAddress, describeConfirmation } from '../../address-confirmation.ts';
+import { confirmAddress, describeConfirmation } from '../../control-plane/address-confirmation.ts';
 import type { ConsoleContext } from '../console.ts';
 import { preSessionBinding } from '../console-session.ts';
 import { attempt, csrfField } from '../forms.ts';

@@ -1,10 +1,10 @@
 import { Type } from 'typebox';
 import { escapeHtml } from '../../../platform/html.ts';
 import type { App } from '../../../platform/http.ts';
-import { listApiKeys } from '../../api-keys.ts';
-import { listProviderKeys } from '../../provider-keys.ts';
-import { usageFilter } from '../../usage-filters.ts';
-import { type LatencyReport, type UsageTotals, usageSeries } from '../../usage-queries.ts';
+import { listApiKeys } from '../../control-plane/api-keys.ts';
+import { listProviderKeys } from '../../control-plane/provider-keys.ts';
+import { usageFilter } from '../../usage/usage-filters.ts';
+import { type LatencyReport, type UsageTotals, usageSeries } from '../../usage/usage-queries.ts';
 import type { ConsoleContext } from '../console.ts';
 import { renderPage, sendConsolePage } from '../layout.ts';
 import {

@@ -4,7 +4,7 @@ import type { App } from '../../../platform/http.ts';
 import { listedModels } from '../../catalog/catalog.ts';
 import type { GatewayConfig } from '../../config.ts';
 import { AUTO_MODEL } from '../../routing/auto-model.ts';
-import { listProviderKeys } from '../../provider-keys.ts';
+import { listProviderKeys } from '../../control-plane/provider-keys.ts';
 import type { ConsoleContext } from '../console.ts';
 import { renderPage, sendConsolePage } from '../layout.ts';
 

@@ -1,6 +1,6 @@
 import { STATUS_CODES } from 'node:http';
 import { escapeHtml } from '../../../platform/html.ts';
-import type { RequestEntry } from '../../request-log.ts';
+import type { RequestEntry } from '../../usage/request-log.ts';
 
 /** How the Requests pages write figures: money, tokens, milliseconds, times in UTC, statuses; and links to the filtered log. */
 

@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { escapeHtml } from '../../../platform/html.ts';
-import { getRequest, type RequestDetail, requestLogKeys } from '../../request-log.ts';
-import { getTenant } from '../../tenants.ts';
+import { getRequest, type RequestDetail, requestLogKeys } from '../../usage/request-log.ts';
+import { getTenant } from '../../control-plane/tenants.ts';
 import type { GatewayConfig } from '../../config.ts';
 import type { ConsoleContext } from '../console.ts';
 import { attempt } from '../forms.ts';

@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { escapeHtml } from '../../../platform/html.ts';
 import type { App } from '../../../platform/http.ts';
-import { listRequests, parseStatus, type RequestEntry, type RequestQuery, requestFilter, requestLogKeys } from '../../request-log.ts';
+import { listRequests, parseStatus, type RequestEntry, type RequestQuery, requestFilter, requestLogKeys } from '../../usage/request-log.ts';
 import type { ConsoleContext } from '../console.ts';
 import { attempt, field, formError } from '../forms.ts';
 import { renderPage, sendConsolePage } from '../layout.ts';

@@ -5,7 +5,7 @@ import { escapeHtml } from '../../../platform/html.ts';
 import type { App } from '../../../platform/http.ts';
 import { PROVIDERS } from '../../providers/registry.ts';
 import { MAX_ALIASES, ModelsSettings } from '../../settings/models.ts';
-import { getTenant, type Tenant, updateTenant } from '../../tenants.ts';
+import { getTenant, type Tenant, updateTenant } from '../../control-plane/tenants.ts';
 import type { ConsoleContext } from '../console.ts';
 import { attempt, csrfField, field, formError, formText } from '../forms.ts';
 import type { FieldErrors } from './settings-fields.ts';

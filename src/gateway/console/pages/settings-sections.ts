@@ -7,7 +7,7 @@ import { CacheSettings } from '../../settings/cache.ts';
 import { CompactionSettings, DEFAULT_READ_TOOLS, STALE_DEFAULTS } from '../../settings/compaction.ts';
 import { PromptCacheSettings } from '../../settings/prompt-cache.ts';
 import { RoutingSettings } from '../../settings/routing.ts';
-import type { TenantSettings } from '../../tenant-settings.ts';
+import type { TenantSettings } from '../../control-plane/tenant-settings.ts';
 import { field, formText } from '../forms.ts';
 import {
   boundsOf,

@@ -4,8 +4,8 @@ import { Value } from 'typebox/value';
 import { escapeHtml } from '../../../platform/html.ts';
 import type { App } from '../../../platform/http.ts';
 import { limitsReport } from '../../budgets/consumption.ts';
-import { TenantSettingsPatch } from '../../tenant-settings.ts';
-import { getTenant, type Tenant, updateTenant } from '../../tenants.ts';
+import { TenantSettingsPatch } from '../../control-plane/tenant-settings.ts';
+import { getTenant, type Tenant, updateTenant } from '../../control-plane/tenants.ts';
 import type { ConsoleContext } from '../console.ts';
 import { attempt, csrfField, field, formError, formText } from '../forms.ts';
 import { renderPage, sendConsolePage } from '../layout.ts';
@@ -14,7 +14,7 @@ import { ALIAS_NOTICES, ALIASES, type AliasFailure, aliasesSection, aliasRoutes 
 import { checkboxField, type FieldErrors } from './settings-fields.ts';
 import { gatewayDefaults, SECTIONS, type SectionForm } from './settings-sections.ts';
 
-/** PATCH /api/v1/tenant's bound on `name` (routes/control-usage.ts); updateTenant trims it and refuses it empty. */
+/** PATCH /api/v1/tenant's bound on `name` (control-plane/routes/usage.ts); updateTenant trims it and refuses it empty. */
 const WORKSPACE_NAME_MAX = 100;
 const DAY_MS = 86_400_000;
 

@@ -2,7 +2,7 @@ import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { escapeHtml } from '../../../platform/html.ts';
 import type { App } from '../../../platform/http.ts';
-import { requestMagicLink, verifyMagicLink } from '../../magic-links.ts';
+import { requestMagicLink, verifyMagicLink } from '../../control-plane/magic-links.ts';
 import type { ConsoleContext } from '../console.ts';
 import { endConsoleSession, postedPreSession, preSessionBinding, readConsoleSession, setConsoleSession } from '../console-session.ts';
 import { attempt, csrfField, field, formError } from '../forms.ts';

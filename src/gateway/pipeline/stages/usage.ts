@@ -1,6 +1,6 @@
 import { HttpProblem } from '../../../platform/errors.ts';
 import { MAX_CALL_USD } from '../../catalog/cost.ts';
-import type { UsageWriter } from '../../data-plane/usage-writer.ts';
+import type { UsageWriter } from '../../usage/usage-writer.ts';
 import type { GatewayMetrics } from '../../metrics.ts';
 import type { TokenUsage } from '../../providers/types.ts';
 import type { UsageRecordRow } from '../../schema.ts';

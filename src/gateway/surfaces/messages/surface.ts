@@ -49,6 +49,7 @@ function translatedAdapter(target: CallTarget, client: ClientMessages, call: Cal
       const decoded = decodeMessages(client.body, {
         reasoning: target.provider.id === 'openai' && REASONING_MODEL.test(ctx.model),
         maxTokensField: target.provider.id === 'openai' ? 'max_completion_tokens' : 'max_tokens',
+        maxOutputTokens: target.entry?.maxOutput,
       });
       if (decoded.uncarried) throw decoded.uncarried;
       if (decoded.omittedTools.length > 0 && !call.replyHeaders.includes(OMITTED_TOOLS_HEADER)) {

@@ -1,8 +1,8 @@
 import { Type } from 'typebox';
-import { HttpProblem } from '../../platform/errors.ts';
-import { type App, bearerToken } from '../../platform/http.ts';
+import { HttpProblem } from '../../../platform/errors.ts';
+import { type App, bearerToken } from '../../../platform/http.ts';
 import { confirmAddress, resendConfirmation } from '../address-confirmation.ts';
-import type { GatewayDeps } from '../deps.ts';
+import type { GatewayDeps } from '../../deps.ts';
 import { isSessionToken, revokeSession, tenantForSession } from '../gateway-sessions.ts';
 import { requestMagicLink, verifyMagicLink } from '../magic-links.ts';
 import { signup } from '../tenants.ts';

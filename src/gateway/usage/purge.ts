@@ -1,8 +1,8 @@
 import { type ExpressionBuilder, sql } from 'kysely';
-import { outboxPurgeTarget, type PurgeTarget, purgeRows } from '../platform/purge.ts';
-import type { GatewayConfig } from './config.ts';
-import type { GatewayDeps } from './deps.ts';
-import type { GatewayTables } from './schema.ts';
+import { outboxPurgeTarget, type PurgeTarget, purgeRows } from '../../platform/purge.ts';
+import type { GatewayConfig } from '../config.ts';
+import type { GatewayDeps } from '../deps.ts';
+import type { GatewayTables } from '../schema.ts';
 import { storedBodyBytesPurgeTarget } from './stored-body-bytes.ts';
 import { GRAIN_MS, LATENCY_ROLLUPS, periodColumn, ROLLUPS } from './usage-rollups.ts';
 

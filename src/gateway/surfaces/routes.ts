@@ -1,8 +1,8 @@
 import type { App } from '../../platform/http.ts';
 import { type ApiKeyStore, requireGatewayKey } from '../data-plane/api-key-auth.ts';
-import { chatCompletionsRoutes } from '../surfaces/chat-completions/routes.ts';
-import { type MessagesRouteDeps, messagesRoutes } from '../surfaces/messages/routes.ts';
-import { modelRoutes } from '../surfaces/models.ts';
+import { chatCompletionsRoutes } from './chat-completions/routes.ts';
+import { type MessagesRouteDeps, messagesRoutes } from './messages/routes.ts';
+import { modelRoutes } from './models.ts';
 
 export interface DataPlaneRouteDeps extends MessagesRouteDeps {
   apiKeys: ApiKeyStore;

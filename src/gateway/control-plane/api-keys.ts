@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { randomToken, sha256 } from '../platform/crypto.ts';
-import { fieldProblem, HttpProblem, tooManyRequests } from '../platform/errors.ts';
-import type { GatewayDeps } from './deps.ts';
-import type { GatewayDb, GatewayTables } from './schema.ts';
-import { type Limits, parseLimits } from './settings/limits.ts';
+import { randomToken, sha256 } from '../../platform/crypto.ts';
+import { fieldProblem, HttpProblem, tooManyRequests } from '../../platform/errors.ts';
+import type { GatewayDeps } from '../deps.ts';
+import type { GatewayDb, GatewayTables } from '../schema.ts';
+import { type Limits, parseLimits } from '../settings/limits.ts';
 
 /**
  * Data-plane API keys. Table `api_keys`; a key is `sk-gw-` + 32 random bytes

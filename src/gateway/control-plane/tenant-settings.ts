@@ -1,11 +1,11 @@
 import { type Static, Type } from 'typebox';
 import { Value } from 'typebox/value';
-import { CacheSettings } from './settings/cache.ts';
-import { CompactionSettings } from './settings/compaction.ts';
-import { Limits } from './settings/limits.ts';
-import { ModelsSettings } from './settings/models.ts';
-import { PromptCacheSettings } from './settings/prompt-cache.ts';
-import { RoutingSettings } from './settings/routing.ts';
+import { CacheSettings } from '../settings/cache.ts';
+import { CompactionSettings } from '../settings/compaction.ts';
+import { Limits } from '../settings/limits.ts';
+import { ModelsSettings } from '../settings/models.ts';
+import { PromptCacheSettings } from '../settings/prompt-cache.ts';
+import { RoutingSettings } from '../settings/routing.ts';
 
 /**
  * A tenant's pipeline settings: one section per stage, each defined beside

@@ -1,12 +1,12 @@
 import { Type } from 'typebox';
-import { fieldProblem } from '../../platform/errors.ts';
-import type { App } from '../../platform/http.ts';
-import type { GatewayDeps } from '../deps.ts';
-import { getRequest, listRequests, MAX_PAGE, requestFilter } from '../request-log.ts';
+import { fieldProblem } from '../../../platform/errors.ts';
+import type { App } from '../../../platform/http.ts';
+import type { GatewayDeps } from '../../deps.ts';
+import { getRequest, listRequests, MAX_PAGE, requestFilter } from '../../usage/request-log.ts';
 import { TenantSettings, TenantSettingsPatch } from '../tenant-settings.ts';
 import { getTenant, updateTenant } from '../tenants.ts';
-import { usageFilter } from '../usage-filters.ts';
-import { MAX_HOURLY_DAYS, usageReport } from '../usage-queries.ts';
+import { usageFilter } from '../../usage/usage-filters.ts';
+import { MAX_HOURLY_DAYS, usageReport } from '../../usage/usage-queries.ts';
 
 const TenantSchema = Type.Object({
   id: Type.String(),

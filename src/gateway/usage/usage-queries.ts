@@ -1,7 +1,7 @@
 import { type Expression, type ExpressionBuilder, type RawBuilder, type SqlBool, sql } from 'kysely';
-import { fieldProblem } from '../platform/errors.ts';
-import type { GatewayDeps } from './deps.ts';
-import type { GatewayTables, UsageMeasures } from './schema.ts';
+import { fieldProblem } from '../../platform/errors.ts';
+import type { GatewayDeps } from '../deps.ts';
+import type { GatewayTables, UsageMeasures } from '../schema.ts';
 import { DAY_MS, type UsageFilter, usageWhere } from './usage-filters.ts';
 import {
   HOUR_MS,

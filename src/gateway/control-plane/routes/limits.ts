@@ -1,8 +1,8 @@
 import { Type } from 'typebox';
-import type { App } from '../../platform/http.ts';
-import { limitsReport } from '../budgets/consumption.ts';
-import type { GatewayDeps } from '../deps.ts';
-import { Limits } from '../settings/limits.ts';
+import type { App } from '../../../platform/http.ts';
+import { limitsReport } from '../../budgets/consumption.ts';
+import type { GatewayDeps } from '../../deps.ts';
+import { Limits } from '../../settings/limits.ts';
 
 const LimitUsage = Type.Object({
   limit: Type.Number(),

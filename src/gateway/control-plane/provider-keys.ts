@@ -1,11 +1,11 @@
-import { decryptWithAny, encrypt } from '../platform/crypto.ts';
-import type { RotationCount } from '../platform/key-rotation.ts';
-import { fieldProblem, HttpProblem, tooManyRequests } from '../platform/errors.ts';
-import { checkUpstreamUrl, type UpstreamRefusalCode } from '../platform/safe-connect.ts';
-import type { LookupFn } from '../platform/safe-fetch.ts';
-import type { GatewayDeps } from './deps.ts';
-import { findProvider, type ProviderInfo } from './providers/registry.ts';
-import { type GatewayDb, providerKeyAad } from './schema.ts';
+import { decryptWithAny, encrypt } from '../../platform/crypto.ts';
+import type { RotationCount } from '../../platform/key-rotation.ts';
+import { fieldProblem, HttpProblem, tooManyRequests } from '../../platform/errors.ts';
+import { checkUpstreamUrl, type UpstreamRefusalCode } from '../../platform/safe-connect.ts';
+import type { LookupFn } from '../../platform/safe-fetch.ts';
+import type { GatewayDeps } from '../deps.ts';
+import { findProvider, type ProviderInfo } from '../providers/registry.ts';
+import { type GatewayDb, providerKeyAad } from '../schema.ts';
 import { upstreamPolicy } from './upstream-policy.ts';
 
 /**

@@ -1,6 +1,6 @@
 import type { Expression, ExpressionBuilder, SqlBool } from 'kysely';
-import { fieldProblem } from '../platform/errors.ts';
-import type { GatewayTables } from './schema.ts';
+import { fieldProblem } from '../../platform/errors.ts';
+import type { GatewayTables } from '../schema.ts';
 
 /**
  * The filters shared by the usage totals and the request log. Times are

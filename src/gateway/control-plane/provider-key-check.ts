@@ -1,10 +1,10 @@
 import type { Readable } from 'node:stream';
-import { HttpProblem } from '../platform/errors.ts';
-import type { GatewayDeps } from './deps.ts';
-import { upstreamInvalid, upstreamTimeout, upstreamUnreachable } from './openai-errors.ts';
+import { HttpProblem } from '../../platform/errors.ts';
+import type { GatewayDeps } from '../deps.ts';
+import { upstreamInvalid, upstreamTimeout, upstreamUnreachable } from '../openai-errors.ts';
 import { loadProviderKeys, takeProviderKeyPoint } from './provider-keys.ts';
-import { adapterFor } from './providers/adapters.ts';
-import { findProvider } from './providers/registry.ts';
+import { adapterFor } from '../providers/adapters.ts';
+import { findProvider } from '../providers/registry.ts';
 
 /** The whole check, connection included, ends by then: a person is waiting on the page. */
 export const KEY_CHECK_TIMEOUT_MS = 10_000;

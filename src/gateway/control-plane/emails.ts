@@ -1,5 +1,5 @@
-import type { Email } from '../platform/mail.ts';
-import type { GatewayConfig } from './config.ts';
+import type { Email } from '../../platform/mail.ts';
+import type { GatewayConfig } from '../config.ts';
 
 /** The link a sign-in email carries: GATEWAY_MAGIC_LINK_URL with the token, or the gateway's own page. */
 export function magicLink(config: Pick<GatewayConfig, 'magicLinkUrl' | 'baseUrl'>, token: string): string {

@@ -1,11 +1,11 @@
 import { CompiledQuery, type RawBuilder, sql } from 'kysely';
-import type { GatewayDb, GatewayTables, UsageMeasures, UsageRecordRow } from './schema.ts';
+import type { GatewayDb, GatewayTables, UsageMeasures, UsageRecordRow } from '../schema.ts';
 
 /**
  * Usage rollups: the usage records summed per tenant and hour, and per
  * tenant and day, so that the usage API and the console's pages read a few
  * thousand rows rather than a million records. Kept by the usage writer
- * (data-plane/usage-writer.ts) in the transaction that inserts the records,
+ * (usage/usage-writer.ts) in the transaction that inserts the records,
  * and only for the records that insert added (`RETURNING request_id` of
  * `ON CONFLICT DO NOTHING`): a record replayed from the usage journal, or
  * written by two replicas, is counted once. Each rollup row is an upsert

@@ -1,9 +1,9 @@
-import { randomToken, sha256 } from '../platform/crypto.ts';
-import { HttpProblem, tooManyRequests } from '../platform/errors.ts';
-import { enqueueEmail } from '../platform/mail.ts';
-import type { GatewayDeps } from './deps.ts';
+import { randomToken, sha256 } from '../../platform/crypto.ts';
+import { HttpProblem, tooManyRequests } from '../../platform/errors.ts';
+import { enqueueEmail } from '../../platform/mail.ts';
+import type { GatewayDeps } from '../deps.ts';
 import { confirmationEmail } from './emails.ts';
-import type { GatewayDb } from './schema.ts';
+import type { GatewayDb } from '../schema.ts';
 
 /**
  * Confirmation links of workspaces created through the API

@@ -1,8 +1,8 @@
 import { type Expression, type ExpressionBuilder, type SqlBool, sql } from 'kysely';
-import { fieldProblem, HttpProblem } from '../platform/errors.ts';
-import type { GatewayDeps } from './deps.ts';
-import type { CacheStatus } from './pipeline/call.ts';
-import type { GatewayDb, GatewayTables, UsageRecordRow } from './schema.ts';
+import { fieldProblem, HttpProblem } from '../../platform/errors.ts';
+import type { GatewayDeps } from '../deps.ts';
+import type { CacheStatus } from '../pipeline/call.ts';
+import type { GatewayDb, GatewayTables, UsageRecordRow } from '../schema.ts';
 import { parseTime, type UsageFilter, type UsageQuery, usageFilter } from './usage-filters.ts';
 
 /**

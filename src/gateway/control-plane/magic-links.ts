@@ -1,10 +1,10 @@
-import { randomToken, sha256 } from '../platform/crypto.ts';
-import { HttpProblem, tooManyRequests } from '../platform/errors.ts';
-import { enqueueEmail } from '../platform/mail.ts';
-import type { GatewayDeps } from './deps.ts';
+import { randomToken, sha256 } from '../../platform/crypto.ts';
+import { HttpProblem, tooManyRequests } from '../../platform/errors.ts';
+import { enqueueEmail } from '../../platform/mail.ts';
+import type { GatewayDeps } from '../deps.ts';
 import { magicLinkEmail } from './emails.ts';
 import { createSession } from './gateway-sessions.ts';
-import type { GatewayDb } from './schema.ts';
+import type { GatewayDb } from '../schema.ts';
 import { requireEmail, signupByInvitation } from './tenants.ts';
 import { workspaceForProvenAddress } from './workspace-ownership.ts';
 

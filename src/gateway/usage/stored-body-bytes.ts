@@ -1,7 +1,7 @@
 import { type ExpressionBuilder, SqliteAdapter, sql } from 'kysely';
-import type { PurgeTarget } from '../platform/purge.ts';
-import type { GatewayConfig } from './config.ts';
-import type { GatewayDb, GatewayTables, UsageRecordRow } from './schema.ts';
+import type { PurgeTarget } from '../../platform/purge.ts';
+import type { GatewayConfig } from '../config.ts';
+import type { GatewayDb, GatewayTables, UsageRecordRow } from '../schema.ts';
 
 /**
  * The bytes of bodies tenants stored, per tenant and day (table

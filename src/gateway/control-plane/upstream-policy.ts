@@ -1,5 +1,5 @@
-import type { UpstreamPolicy } from '../platform/safe-connect.ts';
-import type { PrivateUpstreams } from './config.ts';
+import type { UpstreamPolicy } from '../../platform/safe-connect.ts';
+import type { PrivateUpstreams } from '../config.ts';
 
 /** GATEWAY_ALLOW_PRIVATE_UPSTREAMS as the platform connector's policy (the same one checks stored base URLs and every connection). */
 export function upstreamPolicy(setting: PrivateUpstreams): UpstreamPolicy {

@@ -1,9 +1,9 @@
-import type { Clock } from '../platform/clock.ts';
-import { randomToken, sha256 } from '../platform/crypto.ts';
-import { HttpProblem } from '../platform/errors.ts';
+import type { Clock } from '../../platform/clock.ts';
+import { randomToken, sha256 } from '../../platform/crypto.ts';
+import { HttpProblem } from '../../platform/errors.ts';
 import { grantCheckDue, recheckGrant, revokeGrant, sealGrant } from './accounts-session-grants.ts';
-import type { GatewayDeps } from './deps.ts';
-import type { GatewayDb } from './schema.ts';
+import type { GatewayDeps } from '../deps.ts';
+import type { GatewayDb } from '../schema.ts';
 
 /**
  * Control-plane sessions. Table `gateway_sessions`: token_hash (SHA-256 of

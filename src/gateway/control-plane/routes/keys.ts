@@ -1,9 +1,9 @@
 import { Type } from 'typebox';
-import type { App } from '../../platform/http.ts';
+import type { App } from '../../../platform/http.ts';
 import { createApiKey, KEY_NAME_MAX, listApiKeys, revokeApiKey, updateApiKey } from '../api-keys.ts';
-import type { GatewayDeps } from '../deps.ts';
+import type { GatewayDeps } from '../../deps.ts';
 import { deleteProviderKey, listProviderKeys, putProviderKey } from '../provider-keys.ts';
-import { Limits } from '../settings/limits.ts';
+import { Limits } from '../../settings/limits.ts';
 
 /** Before validation, which would drop an unknown limit silently. */
 const ApiKey = Type.Object({

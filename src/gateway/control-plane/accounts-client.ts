@@ -1,6 +1,6 @@
 import { request } from 'undici';
-import { HttpProblem } from '../platform/errors.ts';
-import type { AccountsSignIn } from './config.ts';
+import { HttpProblem } from '../../platform/errors.ts';
+import type { AccountsSignIn } from '../config.ts';
 
 /**
  * The gateway as an OAuth client of the account service (the console's

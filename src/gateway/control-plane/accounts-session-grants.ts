@@ -1,6 +1,6 @@
-import { decryptWithAny, encrypt } from '../platform/crypto.ts';
+import { decryptWithAny, encrypt } from '../../platform/crypto.ts';
 import { AccountsClient } from './accounts-client.ts';
-import type { GatewayDeps } from './deps.ts';
+import type { GatewayDeps } from '../deps.ts';
 
 /**
  * A console session opened through the account service ("Sign in with your

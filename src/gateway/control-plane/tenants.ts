@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { safeEqual } from '../platform/crypto.ts';
-import { isUniqueViolation } from '../platform/db.ts';
-import { normalizeEmail } from '../platform/email-address.ts';
-import { fieldProblem, HttpProblem, tooManyRequests } from '../platform/errors.ts';
+import { safeEqual } from '../../platform/crypto.ts';
+import { isUniqueViolation } from '../../platform/db.ts';
+import { normalizeEmail } from '../../platform/email-address.ts';
+import { fieldProblem, HttpProblem, tooManyRequests } from '../../platform/errors.ts';
 import { issueConfirmation } from './address-confirmation.ts';
 import { insertApiKey } from './api-keys.ts';
-import type { GatewayDeps } from './deps.ts';
+import type { GatewayDeps } from '../deps.ts';
 import { createSession } from './gateway-sessions.ts';
-import type { GatewayTables } from './schema.ts';
+import type { GatewayTables } from '../schema.ts';
 import { mergeTenantSettings, parseTenantSettings, type TenantSettings, type TenantSettingsPatch } from './tenant-settings.ts';
 import { releaseAddress, workspaceForProvenAddress } from './workspace-ownership.ts';
 

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { HttpProblem } from '../platform/errors.ts';
-import { enqueueEmail, type OutboxContext } from '../platform/mail.ts';
-import type { GatewayConfig } from './config.ts';
+import { HttpProblem } from '../../platform/errors.ts';
+import { enqueueEmail, type OutboxContext } from '../../platform/mail.ts';
+import type { GatewayConfig } from '../config.ts';
 import { workspaceReleasedEmail } from './emails.ts';
-import type { GatewayDb } from './schema.ts';
+import type { GatewayDb } from '../schema.ts';
 
 /**
  * Who holds an address. A workspace holds one (`tenants.email`, unique) and
