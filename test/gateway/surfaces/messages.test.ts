@@ -423,3 +423,38 @@ describe('Claude Code model names and aliases on the Messages surface', () => {
     assert.equal(count.headers.get('x-gateway-token-count'), 'estimate');
   });
 });
+
+describe('the Messages surface with routing and fallbacks', () => {
+  let gw: LiveGateway;
+  before(async () => {
+    gw = await startLiveGateway('sqlite');
+  });
+  after(() => gw.close());
+
+  test('model auto is routed, and the answer comes back in Anthropic\'s shape whoever answers', async () => {
+    const t = await gw.tenant();
+    const claude = new Anthropic({ baseURL: gw.url, apiKey: t.apiKey, maxRetries: 0 });
+    const { data, response } = await claude.messages.create({ model: 'auto', max_tokens: 64, messages: [{ role: 'user', content: 'say hi' }] }).withResponse();
+    assert.equal(data.type, 'message');
+    assert.ok(response.headers.get('x-gateway-route-reason'), 'routing chose the model');
+    assert.match(response.headers.get('x-gateway-model') ?? '', /^(openai|anthropic)\//);
+  });
+
+  test('a fallback from Anthropic to an OpenAI model mid-call: the request translated for it, the answer still Anthropic\'s', async () => {
+    const t = await gw.tenant();
+    const set = await gw.api('/api/v1/tenant', { method: 'PATCH', token: t.session, body: { settings: { routing: { fallbacks: { 'anthropic/claude-haiku-4-5': ['openai/gpt-4o-mini'] } } } } });
+    assert.equal(set.status, 200, JSON.stringify(set.body));
+    gw.fake.setBehaviourFor({ apiKey: t.providerKeys['anthropic']! }, { fault: '500' });
+    const claude = new Anthropic({ baseURL: gw.url, apiKey: t.apiKey, maxRetries: 0 });
+    const { data, response } = await claude.messages
+      .create({ model: 'claude-haiku-4-5', max_tokens: 64, system: 'Be brief.', messages: [{ role: 'user', content: 'fall back please' }] })
+      .withResponse();
+    assert.equal(data.type, 'message');
+    assert.match((data.content[0] as { text: string }).text, /fall back please/);
+    assert.equal(response.headers.get('x-gateway-provider'), 'openai');
+    assert.match(response.headers.get('x-gateway-route-reason') ?? '', /fallback from anthropic\/claude-haiku-4-5/);
+    const sent = gw.fake.calls.last()!;
+    assert.equal(sent.url, '/v1/chat/completions');
+    assert.deepEqual((sent.body as { messages: unknown[] }).messages[0], { role: 'system', content: 'Be brief.' });
+  });
+});
