@@ -21,6 +21,8 @@ export interface Compacted {
   origin: number[];
   /** The strategies that changed something, in order ("none" when empty). */
   applied: string[];
+  /** For each output message, the strategies that changed it (undefined: sent as the client wrote it). */
+  changedBy: readonly (readonly string[] | undefined)[];
   /** countPromptTokens before minus after (0 when nothing changed). */
   savedTokens: number;
   /** Under a budget: the prompt's tokens as sent (undefined in other modes). */
@@ -87,19 +89,38 @@ export function compactMessages(
   return { ...finish(messages, result, counter), promptTokens, unmet, droppedBlocks: dropped, clearedBlocks: result.clearedBlocks };
 }
 
-function finish(messages: Message[], result: Rewritten, counter: PromptTokenCounter): Pick<Compacted, 'messages' | 'origin' | 'applied' | 'savedTokens'> {
+function finish(
+  messages: Message[],
+  result: Rewritten,
+  counter: PromptTokenCounter,
+): Pick<Compacted, 'messages' | 'origin' | 'applied' | 'changedBy' | 'savedTokens'> {
   const applied = STRATEGIES.filter((s) => result.applied.has(s));
-  if (applied.length === 0) return { messages, origin: result.origin, applied, savedTokens: 0 };
-  // Only what changed is counted (before and after): the difference of countPromptTokens, exactly, since it is a sum over messages.
+  if (applied.length === 0) return { messages, origin: result.origin, applied, changedBy: [], savedTokens: 0 };
+  return {
+    messages: result.messages,
+    origin: result.origin,
+    applied,
+    changedBy: result.changedBy,
+    savedTokens: savedTokens(messages, result.messages, result.origin, counter),
+  };
+}
+
+/**
+ * The prompt tokens a compacted prompt (`sent`, each message from the
+ * client's `origin[k]`) removed: only what changed is counted, before and
+ * after, which is the difference of countPromptTokens exactly, since it is a
+ * sum over messages.
+ */
+export function savedTokens(messages: readonly unknown[], sent: readonly unknown[], origin: readonly number[], counter: PromptTokenCounter): number {
   let saved = 0;
   let next = 0;
   for (const [i, message] of messages.entries()) {
-    if (result.origin[next] !== i) {
+    if (origin[next] !== i) {
       saved += counter.message(message);
       continue;
     }
-    const sent = result.messages[next++]!;
-    if (sent !== message) saved += counter.message(message) - counter.message(sent);
+    const out = sent[next++]!;
+    if (out !== message) saved += counter.message(message) - counter.message(out);
   }
-  return { messages: result.messages, origin: result.origin, applied, savedTokens: saved };
+  return saved;
 }

@@ -28,6 +28,8 @@ export interface Rewritten {
   applied: Set<Strategy>;
   /** How many blocks of stale results were cleared (stale-results.ts). */
   clearedBlocks: number;
+  /** For each output message, the strategies that changed it, in order (undefined: unchanged). */
+  changedBy: (Strategy[] | undefined)[];
 }
 
 /**
@@ -70,6 +72,13 @@ export function rewriteMessages(messages: readonly Message[], options: RewriteOp
   const out: Message[] = [];
   const replaced: (Replaced | undefined)[] = [];
   const applied = new Set<Strategy>();
+  const changedBy: (Strategy[] | undefined)[] = [];
+  const changed = (k: number, strategy: Strategy) => {
+    applied.add(strategy);
+    const list = changedBy[k];
+    if (list === undefined) changedBy[k] = [strategy];
+    else list.push(strategy);
+  };
   const repeats = new RepeatIndex();
   const toolNames = new Map<string, string>();
   const calls = new Map<string, { name: string; args: unknown }>();
@@ -92,10 +101,10 @@ export function rewriteMessages(messages: readonly Message[], options: RewriteOp
     if (reference !== undefined && k < latest) {
       content = noteContent(normalized, reference);
       replaced.push('repeats');
-      applied.add('repeats');
+      changed(k, 'repeats');
     } else {
       replaced.push(undefined);
-      if (normalized !== message.content) applied.add('whitespace');
+      if (normalized !== message.content) changed(k, 'whitespace');
     }
     out.push(content === message.content ? message : { ...message, content });
     if (reads && text !== undefined && isToolResult(message)) {
@@ -106,13 +115,13 @@ export function rewriteMessages(messages: readonly Message[], options: RewriteOp
           if (at >= latest) continue; // decided, but the latest exchange is never changed: applied from the next turn on
           out[at] = { ...out[at]!, content: noteContent(out[at]!.content, reads.noteFor(String(id), call.name)) };
           replaced[at] = 'superseded-reads';
-          applied.add('superseded-reads');
+          changed(at, 'superseded-reads');
         }
       }
     }
   }
   const clearedBlocks = options.stale ? clearStaleResults(kept, out, replaced, latest, toolNames, options.stale) : 0;
-  if (clearedBlocks > 0) applied.add('stale-results');
+  if (clearedBlocks > 0) for (let k = 0; k < replaced.length; k++) if (replaced[k] === 'stale-results') changed(k, 'stale-results');
   if (options.cutToolOutputs) {
     for (let k = 0; k < latest; k++) {
       const message = out[k]!;
@@ -120,10 +129,10 @@ export function rewriteMessages(messages: readonly Message[], options: RewriteOp
       const content = mapText(message.content, cutToolOutput);
       if (content === message.content) continue;
       out[k] = { ...message, content };
-      applied.add('tool-output');
+      changed(k, 'tool-output');
     }
   }
-  return { messages: out, origin, applied, clearedBlocks };
+  return { messages: out, origin, applied, clearedBlocks, changedBy };
 }
 
 /** superseded-reads inside the walk: where each call is, the client's messages' tokens up to each point, and the reads seen. */

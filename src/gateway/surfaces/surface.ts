@@ -1,5 +1,5 @@
 import type { Call, CallTarget } from '../pipeline/call.ts';
-import type { ProviderAdapter } from '../providers/types.ts';
+import type { PromptCachePlan, ProviderAdapter } from '../providers/types.ts';
 
 /** The inbound APIs the gateway serves, as usage records name them. */
 export type SurfaceName = 'chat.completions' | 'messages';
@@ -26,6 +26,16 @@ export interface Surface {
    * bypassed), so nothing is claimed for work that did not reach the wire.
    */
   readonly stages: { readonly compaction: boolean; readonly promptCache: boolean; readonly cache: boolean };
+  /**
+   * Compaction changed the stages' messages (`sent`, each from the client's
+   * message `origin[k]`): the surface writes the change into its own request
+   * and answers the messages and origin that match what it will now send,
+   * with the client's message put back wherever a change cannot be carried.
+   * Absent: the stages' form is what is sent.
+   */
+  compacted?(sent: { messages: readonly unknown[]; origin: readonly number[] }): { messages: unknown[]; origin: number[] };
+  /** The prompt-cache plan narrowed to the breakpoints the surface will place in its own request (absent: all of them). */
+  promptCachePlan?(plan: PromptCachePlan): PromptCachePlan | undefined;
   /** The adapter one attempt at `target` goes through (it may add reply headers to `call`: what a translation left out). */
   adapter(target: CallTarget, call: Call): ProviderAdapter;
 }

@@ -1,7 +1,7 @@
 import { HttpProblem } from '../../../platform/errors.ts';
 import type { Message } from '../../compaction/messages.ts';
 import { COMPACT_MODE_TEXT, type CompactMode, parseCompactMode } from '../../compaction/mode.ts';
-import { type CompactOptions, compactMessages, DEFAULT_COMPACT_OPTIONS } from '../../compaction/planner.ts';
+import { type CompactOptions, compactMessages, DEFAULT_COMPACT_OPTIONS, savedTokens } from '../../compaction/planner.ts';
 import { rewriteMessages } from '../../compaction/rewrite.ts';
 import { PromptTokenCounter } from '../../compaction/token-counts.ts';
 import { DEFAULT_READ_TOOLS, STALE_DEFAULTS } from '../../settings/compaction.ts';
@@ -37,7 +37,7 @@ export function compactionStage(gatewayDefault: CompactMode): Stage {
       return Promise.reject(err);
     }
     if (compacted.applied.length === 0) return next();
-    return compactedCall(call, next, compacted);
+    return compactedCall(call, next, compacted, counter);
   };
 }
 
@@ -71,7 +71,7 @@ async function compactLongPrompt(
   const compacted = compactMessages(messages, call.body.tools, mode, counter, options);
   if (compacted.unmet !== undefined && mode.kind === 'budget') throw budgetUnreachable(mode.tokens, compacted.unmet);
   if (compacted.applied.length === 0) return next();
-  return compactedCall(call, next, compacted);
+  return compactedCall(call, next, compacted, counter);
 }
 
 /** The tenant's knobs (settings.compaction), the gateway's defaults where it sets none. */
@@ -106,14 +106,44 @@ function textLength(messages: readonly unknown[]): number {
   return total;
 }
 
-async function compactedCall(call: Call, next: () => Promise<void>, compacted: ReturnType<typeof compactMessages>): Promise<void> {
-  call.clientMessages = call.body.messages;
-  call.compactionOrigin = compacted.origin;
-  call.body = { ...call.body, messages: compacted.messages };
-  call.compaction = compacted.applied.join(',');
-  call.compactionSavedTokens = compacted.savedTokens;
-  call.tokensSaved += compacted.savedTokens;
+async function compactedCall(call: Call, next: () => Promise<void>, compacted: ReturnType<typeof compactMessages>, counter: PromptTokenCounter): Promise<void> {
+  const client = call.body.messages;
+  let messages: readonly unknown[] = compacted.messages;
+  let origin: readonly number[] = compacted.origin;
+  let applied: readonly string[] = compacted.applied;
+  let saved = compacted.savedTokens;
+  // A surface of another format writes the change into its own request; what it cannot carry is undone here too, so
+  // that what the stages count and claim is what is sent.
+  const kept = call.surface.compacted?.({ messages, origin });
+  if (kept !== undefined && kept.messages !== messages) {
+    ({ messages, origin } = kept);
+    applied = keptStrategies(client, compacted, kept);
+    if (applied.length === 0) return next();
+    saved = savedTokens(client, messages, origin, counter);
+  }
+  call.clientMessages = client;
+  call.compactionOrigin = origin;
+  call.body = { ...call.body, messages: messages as unknown[] };
+  call.compaction = applied.join(',');
+  call.compactionSavedTokens = saved;
+  call.tokensSaved += saved;
   await next();
+}
+
+/** The strategies whose changes a surface kept: those of the messages still changed, and drop-turns while a message is still dropped. */
+function keptStrategies(client: readonly unknown[], compacted: ReturnType<typeof compactMessages>, kept: { messages: readonly unknown[]; origin: readonly number[] }): string[] {
+  const by = new Map<number, readonly string[]>();
+  for (let k = 0; k < compacted.origin.length; k++) {
+    const strategies = compacted.changedBy[k];
+    if (strategies !== undefined) by.set(compacted.origin[k]!, strategies);
+  }
+  const present = new Set<string>();
+  for (let k = 0; k < kept.origin.length; k++) {
+    const i = kept.origin[k]!;
+    if (kept.messages[k] !== client[i]) for (const s of by.get(i) ?? []) present.add(s);
+  }
+  if (kept.origin.length < client.length) present.add('drop-turns');
+  return compacted.applied.filter((s) => present.has(s));
 }
 
 function modeOf(call: Call, gatewayDefault: CompactMode): CompactMode {

@@ -16,8 +16,11 @@ const MAX_KEPT_KEYS = 10_000;
  * 2. The plan, decided once on the OpenAI-shaped request (prompt-cache/plan.ts):
  *    Anthropic breakpoints, only when a target speaks Anthropic's format and
  *    only on prefixes that reach its minimum; the prompt_cache_key, only
- *    when a target takes one and the client set none. The upstream stage
- *    hands it to the adapter of every attempt, fallbacks included.
+ *    when a target takes one and the client set none; narrowed by the
+ *    call's surface to what it places in its own request (Messages: only
+ *    where the client's breakpoints leave room, surfaces/messages/
+ *    breakpoints.ts). The upstream stage hands it to the adapter of every
+ *    attempt, fallbacks included.
  * 3. What the breakpoints earned is the savings stage's to say, once the call
  *    is answered (stages/savings.ts): only what they saved this client
  *    against its own request sent directly.
@@ -47,12 +50,14 @@ export function promptCacheStage(): Stage {
       if (!call.surface.stages.promptCache || !promptCacheWanted(call.headers, call.tenant.settings.prompt_cache, call.sessionId)) return next();
       const targets = call.targets.length > 0 ? call.targets : call.target ? [call.target] : [];
       const takesKey = targets.some((t) => t.provider.promptCacheKey !== undefined) && call.body['prompt_cache_key'] === undefined;
-      call.promptCache = planPromptCache({
+      const plan = planPromptCache({
         messages: call.body.messages,
         tools: call.body['tools'],
         minimum: breakpointMinimum(targets),
         key: takesKey ? keyFor(call) : undefined,
       });
+      // A surface of another format places the breakpoints in its own request, where its client's may leave less room.
+      call.promptCache = plan && call.surface.promptCachePlan ? call.surface.promptCachePlan(plan) : plan;
     } catch (err) {
       return Promise.reject(err);
     }

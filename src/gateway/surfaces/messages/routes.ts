@@ -6,8 +6,8 @@ import type { JsonObject } from '../../providers/json.ts';
 import { type ServeDeps, serveCall, tenantOf } from '../serve-call.ts';
 import type { CountTokens } from './count-tokens.ts';
 import type { ClientMessages } from './passthrough.ts';
+import { stagesForm } from './stages-form.ts';
 import { messagesSurface } from './surface.ts';
-import { decodeMessages } from './to-chat.ts';
 
 export interface MessagesRouteDeps extends ServeDeps {
   bodyLimit: number;
@@ -66,11 +66,12 @@ export async function messagesRoutes(scope: App, deps: MessagesRouteDeps): Promi
       const tenant = deps.tenants.peek(request.principal.tenantId) ?? (await tenantOf(deps, request.principal.tenantId));
       const client = clientMessages(request);
       const body = client.body;
-      // The stages' view of the request: what budgets estimate, routing classifies and the usage record counts.
-      const { chat } = decodeMessages(body, { reasoning: false, maxTokensField: 'max_tokens' });
+      // The stages' view of the request: what budgets estimate, routing classifies, compaction and prompt caching act
+      // on and the usage record counts; one part per block, each traced to where it came from (stages-form.ts).
+      const form = stagesForm(body);
       return serveCall(request, reply, deps, tenant, {
-        surface: messagesSurface(client),
-        body: chat,
+        surface: messagesSurface(client, form),
+        body: form.chat,
         stream: body['stream'] === true,
         includeUsage: false,
         model: body['model'] as string,

@@ -1,8 +1,11 @@
 import type { Call, CallTarget } from '../../pipeline/call.ts';
 import type { ChatResult, ProviderAdapter } from '../../providers/types.ts';
 import type { Surface } from '../surface.ts';
+import { placeablePlan, withBreakpoints } from './breakpoints.ts';
+import { writeBack } from './compacted.ts';
 import { messageFromChat } from './from-chat.ts';
 import { type ClientMessages, passthroughAdapter } from './passthrough.ts';
+import type { StagesForm } from './stages-form.ts';
 import { MessagesFromChat } from './stream-from-chat.ts';
 import { decodeMessages } from './to-chat.ts';
 
@@ -27,26 +30,44 @@ const REASONING_MODEL = /^(?:gpt-5|o[1-9])/;
  * with a 400 naming it; server tools it has no equivalent for are left out
  * of that call and named in X-Gateway-Omitted-Tools, unless tool_choice
  * forces one (then refused too).
+ *
+ * `form` is the request as the stages read it (stages-form.ts, the call's
+ * body). What compaction changes in it is written back into the client's
+ * body (compacted.ts), and that body is what both ways send; the
+ * prompt-cache plan's breakpoints go into it only where the client's own
+ * leave room (breakpoints.ts), and only on Anthropic targets.
  */
-export function messagesSurface(client: ClientMessages): Surface {
+export function messagesSurface(client: ClientMessages, form: StagesForm): Surface {
+  // What is sent, and its stages form with each message's place in it: the client's, until compaction changes them.
+  let sent = { body: client.body, messages: form.chat.messages, provenance: form.origin };
   return {
     name: 'messages',
     request: client.body,
-    // Compaction, prompt-cache placement and the response cache do not know Messages content yet: they leave these calls as sent.
-    stages: { compaction: false, promptCache: false, cache: false },
+    // The response cache does not know Messages content yet: it leaves these calls as sent.
+    stages: { compaction: true, promptCache: true, cache: false },
+    compacted(change) {
+      const written = writeBack(client.body, form, change.messages, change.origin);
+      sent = { body: written.body, messages: written.messages, provenance: written.provenance };
+      return { messages: written.messages, origin: written.origin };
+    },
+    promptCachePlan: (plan) => placeablePlan(sent.body, sent.messages, sent.provenance, plan),
     adapter(target: CallTarget, call: Call): ProviderAdapter {
-      if (target.provider.format === 'anthropic') return passthroughAdapter(target.provider.name, client, target.adapter);
-      return translatedAdapter(target, client, call);
+      if (target.provider.format === 'anthropic') {
+        const plan = call.promptCache;
+        const body = plan === undefined ? sent.body : withBreakpoints(sent.body, sent.messages, sent.provenance, plan);
+        return passthroughAdapter(target.provider.name, { ...client, body }, target.adapter);
+      }
+      return translatedAdapter(target, sent.body, call);
     },
   };
 }
 
-function translatedAdapter(target: CallTarget, client: ClientMessages, call: Call): ProviderAdapter {
+function translatedAdapter(target: CallTarget, body: ClientMessages['body'], call: Call): ProviderAdapter {
   const base = target.adapter;
   return {
     modelsRequest: (ctx) => base.modelsRequest(ctx),
     chatRequest(_stagesForm, ctx) {
-      const decoded = decodeMessages(client.body, {
+      const decoded = decodeMessages(body, {
         reasoning: target.provider.id === 'openai' && REASONING_MODEL.test(ctx.model),
         maxTokensField: target.provider.id === 'openai' ? 'max_completion_tokens' : 'max_tokens',
         maxOutputTokens: target.entry?.maxOutput,

@@ -138,7 +138,7 @@ function toolMessage(block: JsonObject, i: number, j: number, problems: FirstPro
 }
 
 /** One block of user content as a Chat Completions content part; undefined (a problem noted) when it has none. */
-function userPart(block: unknown, where: () => string, problems: FirstProblem): JsonObject | undefined {
+export function userPart(block: unknown, where: () => string, problems: FirstProblem): JsonObject | undefined {
   if (!isObject(block)) {
     problems.invalid(where(), `${where()} must be a content block object.`);
     return undefined;
@@ -215,7 +215,7 @@ function assistantMessage(content: unknown, i: number, problems: FirstProblem, o
   out.push(message);
 }
 
-function toolCall(block: JsonObject, param: string, problems: FirstProblem): JsonObject | undefined {
+export function toolCall(block: JsonObject, param: string, problems: FirstProblem): JsonObject | undefined {
   const id = block['id'];
   const name = block['name'];
   if (typeof id !== 'string' || typeof name !== 'string') {
