@@ -1,3 +1,4 @@
+import type { AnswerFormat } from '../cache/answer-formats.ts';
 import type { Call, CallTarget } from '../pipeline/call.ts';
 import type { ProviderAdapter } from '../providers/types.ts';
 
@@ -26,6 +27,8 @@ export interface Surface {
    * bypassed), so nothing is claimed for work that did not reach the wire.
    */
   readonly stages: { readonly compaction: boolean; readonly promptCache: boolean; readonly cache: boolean };
+  /** Its answers as the response cache and dedup store, share and replay them (cache/answer-formats.ts). */
+  readonly answers: AnswerFormat;
   /** The adapter one attempt at `target` goes through (it may add reply headers to `call`: what a translation left out). */
   adapter(target: CallTarget, call: Call): ProviderAdapter;
 }

@@ -1,6 +1,7 @@
 import type { Call, CallTarget } from '../../pipeline/call.ts';
 import type { ChatResult, ProviderAdapter } from '../../providers/types.ts';
 import type { Surface } from '../surface.ts';
+import { MESSAGES_ANSWERS } from './answer-format.ts';
 import { messageFromChat } from './from-chat.ts';
 import { type ClientMessages, passthroughAdapter } from './passthrough.ts';
 import { MessagesFromChat } from './stream-from-chat.ts';
@@ -32,8 +33,9 @@ export function messagesSurface(client: ClientMessages): Surface {
   return {
     name: 'messages',
     request: client.body,
-    // Compaction, prompt-cache placement and the response cache do not know Messages content yet: they leave these calls as sent.
-    stages: { compaction: false, promptCache: false, cache: false },
+    // Compaction and prompt-cache placement do not know Messages content yet: they leave these calls as sent.
+    stages: { compaction: false, promptCache: false, cache: true },
+    answers: MESSAGES_ANSWERS,
     adapter(target: CallTarget, call: Call): ProviderAdapter {
       if (target.provider.format === 'anthropic') return passthroughAdapter(target.provider.name, client, target.adapter);
       return translatedAdapter(target, client, call);
