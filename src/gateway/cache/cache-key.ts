@@ -3,9 +3,11 @@ import type { ChatRequest } from '../providers/types.ts';
 import { canonicalJson } from './canonical-json.ts';
 
 /**
- * The format of the key. Bump it whenever what goes into the key, or how,
- * changes: entries under the old version are then never read again (they
- * expire), rather than read with a different meaning.
+ * The format of a Chat Completions key. Bump it whenever what goes into the
+ * key, or how, changes: entries under the old version are then never read
+ * again (they expire), rather than read with a different meaning. Each
+ * surface's key has a version of its own (its AnswerFormat), so that two
+ * surfaces never share an entry.
  */
 export const CACHE_KEY_VERSION = 'chat.completions/v1';
 
@@ -20,16 +22,31 @@ export const CACHE_KEY_VERSION = 'chat.completions/v1';
 const IGNORED = new Set(['model', 'user', 'stream', 'stream_options', 'metadata']);
 
 /**
- * The response-cache key of a chat request: SHA-256 (base64url) of the key
- * version, the tenant, the routed `provider/model` and the canonical JSON
- * of every answer-changing field. Tenants never share a key; key order and
- * whitespace in the client's JSON never change it. A request without
- * `temperature` is keyed and cached like any other, although the
- * provider's default (1.0) is not deterministic: the issue asks for it,
- * and docs/gateway-cache.md says so.
+ * A response-cache key: SHA-256 (base64url) of the key version, the tenant,
+ * the routed `provider/model`, the request headers that change the answer
+ * when a surface has some (`headers`: its own text of them, NUL-free, as
+ * header values are) and the canonical JSON of `keyed` (what of the body
+ * can change the answer). Tenants never share a key; key order and
+ * whitespace in the client's JSON never change it.
+ */
+export function answerKey(version: string, tenantId: string, target: string, keyed: Record<string, unknown>, headers?: string): string {
+  const head = headers === undefined ? `${version}\0${tenantId}\0${target}` : `${version}\0${tenantId}\0${target}\0${headers}`;
+  return hash('sha256', `${head}\0${canonicalJson(keyed)}`, 'base64url');
+}
+
+/** The fields of a request body but those named in `ignored`, in the body's order. */
+export function keyedFields(body: Record<string, unknown>, ignored: ReadonlySet<string>): Record<string, unknown> {
+  const fields: Record<string, unknown> = {};
+  for (const name of Object.keys(body)) if (!ignored.has(name)) fields[name] = body[name];
+  return fields;
+}
+
+/**
+ * The response-cache key of a chat request: every answer-changing field
+ * (all but IGNORED). A request without `temperature` is keyed and cached
+ * like any other, although the provider's default (1.0) is not
+ * deterministic: the issue asks for it, and docs/gateway-cache.md says so.
  */
 export function cacheKey(tenantId: string, target: string, body: ChatRequest): string {
-  const fields: Record<string, unknown> = {};
-  for (const name of Object.keys(body)) if (!IGNORED.has(name)) fields[name] = body[name];
-  return hash('sha256', `${CACHE_KEY_VERSION}\0${tenantId}\0${target}\0${canonicalJson(fields)}`, 'base64url');
+  return answerKey(CACHE_KEY_VERSION, tenantId, target, keyedFields(body, IGNORED));
 }

@@ -1,12 +1,10 @@
 import { HttpProblem } from '../../platform/errors.ts';
 import type { Attempt, Call, CallTarget } from '../pipeline/call.ts';
-import { errorEvent } from '../providers/error-event.ts';
-import { MAX_EVENT_CHARS, SSE_DONE, sseEvent } from '../providers/sse.ts';
+import { MAX_EVENT_CHARS } from '../providers/sse.ts';
 import type { TokenUsage } from '../providers/types.ts';
-import { withCost } from './answer-format.ts';
+import type { AnswerEvent, AnswerFormat } from './answer-formats.ts';
 import { clientClosed, clientTooSlow, JoinedTooLate, LeaderLost, problemOf } from './flight-errors.ts';
 import { type AnswerBody, chargeReuse, nameProducer, sendAnswer } from './replay.ts';
-import { classifyEvent } from './sse-events.ts';
 
 /** How the shared upstream call ended, copied onto every client's call. */
 export interface FlightOutcome {
@@ -74,6 +72,8 @@ export class Flight {
   readonly key: string;
   /** The upstream call is streamed. */
   readonly stream: boolean;
+  /** The surface's answers (its key's version keeps every client of a flight on the same surface). */
+  readonly format: AnswerFormat;
   local = true;
   /** Most characters of chunk data held (see the class comment). */
   readonly maxHeld: number;
@@ -106,9 +106,16 @@ export class Flight {
   readonly #onEmpty: (flight: Flight) => void;
   readonly #onFinish: (flight: Flight) => void;
 
-  constructor(key: string, stream: boolean, maxHeld: number, hooks: { onEmpty: (flight: Flight) => void; onFinish: (flight: Flight) => void }) {
+  constructor(
+    key: string,
+    stream: boolean,
+    format: AnswerFormat,
+    maxHeld: number,
+    hooks: { onEmpty: (flight: Flight) => void; onFinish: (flight: Flight) => void },
+  ) {
     this.key = key;
     this.stream = stream;
+    this.format = format;
     this.maxHeld = maxHeld;
     this.#onEmpty = hooks.onEmpty;
     this.#onFinish = hooks.onFinish;
@@ -149,7 +156,7 @@ export class Flight {
     if (this.#subs.length === 0 && !this.finished) this.#onEmpty(this);
   };
 
-  /** The streamed answer completed cleanly ([DONE], no error event): it may be stored. */
+  /** The streamed answer completed cleanly (its terminal event, no error event): it may be stored. */
   get storable(): boolean {
     if (this.#overflowed) return false;
     return this.stream ? this.#doneEvent && this.#errorEvent === undefined : this.outcome?.result !== undefined;
@@ -192,8 +199,8 @@ export class Flight {
   }
 
   /** One complete SSE event of the answer, as the adapter wrote it; returns its kind. */
-  event(text: string): ReturnType<typeof classifyEvent>['kind'] {
-    const event = classifyEvent(text);
+  event(text: string): AnswerEvent['kind'] {
+    const event = this.format.classify(text);
     if (event.kind === 'done') this.#doneEvent = true;
     else if (event.kind === 'error') {
       this.#errorEvent = text;
@@ -202,7 +209,7 @@ export class Flight {
       this.usageChunk = event.data;
       for (let i = this.#subs.length - 1; i >= 0; i--) {
         const sub = this.#subs[i]!;
-        if (sub.opened && sub.call.includeUsage) this.#write(sub, sseEvent(this.#usageFor(sub)));
+        if (sub.opened && sub.call.includeUsage) this.#write(sub, this.format.chunkEvent(this.#usageFor(sub)));
       }
       return event.kind;
     } else if (!this.#overflowed) {
@@ -265,7 +272,7 @@ export class Flight {
         sub.reject(err instanceof LeaderLost || err instanceof JoinedTooLate ? err : problem);
         continue;
       }
-      if (!this.#ended && !sub.call.response.destroyed) sub.call.response.end(errorEvent(problem));
+      if (!this.#ended && !sub.call.response.destroyed) sub.call.response.end(this.format.errorEvent(problem));
       sub.resolve();
     }
     this.#onFinish(this);
@@ -276,10 +283,11 @@ export class Flight {
     sub.call.openStream();
     sub.opened = true;
     let backlog = '';
-    for (const chunk of this.#chunks) backlog += sseEvent(chunk);
-    if (this.usageChunk !== undefined && sub.call.includeUsage) backlog += sseEvent(this.#usageFor(sub));
+    const format = this.format;
+    for (const chunk of this.#chunks) backlog += format.chunkEvent(chunk);
+    if (this.usageChunk !== undefined && sub.call.includeUsage) backlog += format.chunkEvent(this.#usageFor(sub));
     if (this.#errorEvent !== undefined) backlog += this.#errorEvent;
-    if (this.#doneEvent) backlog += SSE_DONE;
+    if (this.#doneEvent) backlog += format.done;
     if (backlog) this.#write(sub, backlog);
     if (this.#ended && !sub.call.response.destroyed) sub.call.response.end();
   }
@@ -288,7 +296,7 @@ export class Flight {
   #usageFor(sub: Subscriber): string {
     const usage = this.usageChunk!;
     if (sub === this.#choosePayer()) return usage;
-    this.#freeUsageChunk ??= usage.includes('"cost"') ? withCost(usage, 0) : usage;
+    this.#freeUsageChunk ??= usage.includes('"cost"') ? this.format.withCost(usage, 0) : usage;
     return this.#freeUsageChunk;
   }
 
@@ -380,7 +388,7 @@ export class Flight {
     if (out.writableLength <= this.maxHeld + MAX_EVENT_CHARS) return;
     const problem = clientTooSlow();
     if (!this.#drop(sub, problem.status, problem.code)) return;
-    out.end(errorEvent(problem));
+    out.end(this.format.errorEvent(problem));
     setTimeout(() => out.destroy(), SLOW_CLIENT_GRACE_MS).unref();
   }
 }

@@ -1,7 +1,6 @@
 import type { Logger } from 'pino';
 import { HttpProblem } from '../../platform/errors.ts';
 import type { Call } from '../pipeline/call.ts';
-import { errorEvent } from '../providers/error-event.ts';
 import type { TenantContext } from '../data-plane/tenant-context.ts';
 import { Flight, type FlightOutcome, JoinedTooLate, LeaderLost, leaderLost } from './flight.ts';
 import { clientClosed } from './flight-errors.ts';
@@ -133,7 +132,7 @@ export class InFlight {
     }
     // What storing the answer needs of the leader, and nothing more: objects the flight points to live as long as it.
     const owner: FlightOwner = { tenant: call.tenant, noCache: call.noCache };
-    const flight = new Flight(key, call.stream, this.#maxHeld(call.tenant), {
+    const flight = new Flight(key, call.stream, call.surface.answers, this.#maxHeld(call.tenant), {
       onEmpty: (f) => this.#empty(f),
       onFinish: (f) => this.#finish(f, owner),
     });
@@ -259,7 +258,7 @@ export class InFlight {
       publisher?.fail(err);
       if (!present) throw clientClosed();
       if (call.streamOpened && !response.destroyed && !response.writableEnded) {
-        response.end(errorEvent(err instanceof HttpProblem ? err : new HttpProblem(500, 'internal_error', 'The gateway failed.', { cause: err })));
+        response.end(flight.format.errorEvent(err instanceof HttpProblem ? err : new HttpProblem(500, 'internal_error', 'The gateway failed.', { cause: err })));
         return;
       }
       throw err;

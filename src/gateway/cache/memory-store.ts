@@ -1,5 +1,6 @@
 import type { Clock } from '../../platform/clock.ts';
 import type { AnswerStore } from './answer-store.ts';
+import { ANSWER_FORMAT_NAMES } from './answer-formats.ts';
 import type { CachedAnswer } from './cached-answer.ts';
 import { SlotTable, slotOf } from './slot-table.ts';
 
@@ -13,7 +14,7 @@ import { SlotTable, slotOf } from './slot-table.ts';
  *  20  u8   flags: REFERENCED once read since it was written
  *  21  u8   BODY_COMPLETION or BODY_CHUNKS
  *  22  u8   which of the answer's optional fields it has: HAS_USAGE, HAS_COST, HAS_USAGE_CHUNK
- *  23  u8   unused
+ *  23  u8   the answer's format, as its index in ANSWER_FORMAT_NAMES (0: Chat Completions, whose answers name none)
  *  24  u32  the key's slot in the index (slotOf), so that freeing or moving the record needs not read its key back
  *  28  f64  createdAt, then f64 costUsd, then TokenUsage's five counts as f64, in its order (decode's
  *           literal is typed: a count added to TokenUsage fails type checking until it is kept here too)
@@ -155,6 +156,7 @@ export class MemoryAnswerStore implements AnswerStore {
     ring[at + 20] = 0;
     ring[at + 21] = chunks !== undefined ? BODY_CHUNKS : BODY_COMPLETION;
     ring[at + 22] = (usage !== undefined ? HAS_USAGE : 0) | (costUsd !== undefined ? HAS_COST : 0) | (usageChunk !== undefined ? HAS_USAGE_CHUNK : 0);
+    ring[at + 23] = answer.format === undefined ? 0 : ANSWER_FORMAT_NAMES.indexOf(answer.format);
     ring.writeUInt32LE(slot, at + 24);
     ring.writeDoubleLE(answer.createdAt, at + 28);
     ring.writeDoubleLE(costUsd ?? 0, at + 36);
@@ -422,6 +424,8 @@ function decode(ring: Buffer, at: number, keyBytes: number): CachedAnswer {
           },
     costUsd: (has & HAS_COST) === 0 ? undefined : ring.readDoubleLE(at + 36),
   };
+  const format = ring[at + 23]!;
+  if (format !== 0) answer.format = ANSWER_FORMAT_NAMES[format];
   if ((has & HAS_USAGE_CHUNK) !== 0) answer.usageChunk = ring.toString('utf8', usageChunkAt, bodyAt);
   if (ring[at + 21] === BODY_COMPLETION) {
     answer.completion = ring.toString('utf8', bodyAt, end);

@@ -1,31 +1,31 @@
 import { catalogEntry } from '../catalog/catalog.ts';
 import type { Call } from '../pipeline/call.ts';
 import { findProvider } from '../providers/registry.ts';
-import { SSE_DONE, sseEvent } from '../providers/sse.ts';
-import { chunksToCompletion, completionToChunks, withCost } from './answer-format.ts';
 import type { CachedAnswer } from './cached-answer.ts';
 
 /** A complete answer in either shape (a cache entry, or what an in-flight call produced). */
 export type AnswerBody = Pick<CachedAnswer, 'completion' | 'chunks' | 'usageChunk'>;
 
 /**
- * Sends a complete answer to a client in the shape it asked for: a
- * chat.completion, or a well-formed SSE stream (the chunks one by one, the
- * usage chunk when the client asked for it with `usage.cost` as charged,
- * then [DONE]). `usageCost` is what the client pays (0 for a reused answer;
- * undefined when the model has no price: no cost field).
+ * Sends a complete answer to a client in the shape it asked for, in its
+ * surface's format (call.surface.answers): the complete answer, or a
+ * well-formed SSE stream (the chunks one by one, the usage chunk when the
+ * client asked for it with the cost as charged, then the terminal event).
+ * `usageCost` is what the client pays (0 for a reused answer; undefined
+ * when the model has no price: no cost field).
  */
 export function sendAnswer(call: Call, answer: AnswerBody, usageCost: number | undefined): void {
+  const format = call.surface.answers;
   if (!call.stream) {
-    call.result = answer.completion ?? chunksToCompletion(answer.chunks ?? [], answer.usageChunk);
+    call.result = answer.completion ?? format.join(answer.chunks ?? [], answer.usageChunk);
     if (call.tenant.storeBodies) call.storedResponse = call.result;
     return;
   }
-  const { chunks, usageChunk } = answer.chunks ? { chunks: answer.chunks, usageChunk: answer.usageChunk } : completionToChunks(answer.completion ?? '{}');
+  const { chunks, usageChunk } = answer.chunks ? { chunks: answer.chunks, usageChunk: answer.usageChunk } : format.cut(answer.completion ?? '{}');
   let text = '';
-  for (const chunk of chunks) text += sseEvent(chunk);
-  if (call.includeUsage && usageChunk !== undefined) text += sseEvent(withCost(usageChunk, usageCost));
-  text += SSE_DONE;
+  for (const chunk of chunks) text += format.chunkEvent(chunk);
+  if (call.includeUsage && usageChunk !== undefined) text += format.chunkEvent(format.withCost(usageChunk, usageCost));
+  text += format.done;
   if (call.tenant.storeBodies) call.storedResponse = text;
   call.openStream();
   if (!call.response.destroyed) call.response.end(text);

@@ -3,9 +3,10 @@ import type { Logger } from 'pino';
 import type { Clock } from '../../platform/clock.ts';
 import type { GatewayConfig } from '../config.ts';
 import type { TenantContext } from '../data-plane/tenant-context.ts';
+import type { SurfaceName } from '../surfaces/surface.ts';
 import type { Call } from '../pipeline/call.ts';
 import type { AnswerStore } from './answer-store.ts';
-import type { CachedAnswer } from './cached-answer.ts';
+import { type CachedAnswer, formatOf } from './cached-answer.ts';
 import type { Flight } from './flight.ts';
 import { type FlightOwner, InFlight } from './in-flight.ts';
 import { MemoryAnswerStore } from './memory-store.ts';
@@ -50,7 +51,7 @@ export class ResponseCache {
       store: (owner, flight) => this.#keep(owner, flight),
       fromStore: async (call) => {
         const policy = this.policy(call.tenant);
-        const answer = policy.enabled && call.cacheKey ? await this.lookup(call.tenant.tenantId, call.cacheKey, policy.ttlMs) : undefined;
+        const answer = policy.enabled && call.cacheKey ? await this.lookup(call.tenant.tenantId, call.cacheKey, policy.ttlMs, call.surface.answers.name) : undefined;
         if (answer) this.answer(call, answer);
         return answer !== undefined;
       },
@@ -73,14 +74,17 @@ export class ResponseCache {
   /**
    * The live answer under `key`, or undefined. An entry older than the
    * tenant's TTL now is a miss even if its store still has it (the TTL was
-   * lowered since). A store that fails (Redis away) is a miss, logged.
+   * lowered since), and so is one of another surface's format than
+   * `format` (keys are versioned per surface: this only guards the store).
+   * A store that fails (Redis away) is a miss, logged.
    */
-  lookup(tenantId: string, key: string, ttlMs: number): CachedAnswer | undefined | Promise<CachedAnswer | undefined> {
+  lookup(tenantId: string, key: string, ttlMs: number, format: SurfaceName): CachedAnswer | undefined | Promise<CachedAnswer | undefined> {
     const missed = (err: unknown) => {
       this.#log.warn({ err: (err as Error).message }, 'cache: reading the store failed; answering as a miss');
       return undefined;
     };
-    const live = (answer: CachedAnswer | undefined) => (answer && this.#clock.now() - answer.createdAt < ttlMs ? answer : undefined);
+    const live = (answer: CachedAnswer | undefined) =>
+      answer && this.#clock.now() - answer.createdAt < ttlMs && formatOf(answer) === format ? answer : undefined;
     let found: CachedAnswer | undefined | Promise<CachedAnswer | undefined>;
     try {
       found = this.store.get(tenantId, key);
@@ -108,8 +112,11 @@ export class ResponseCache {
     const policy = this.policy(owner.tenant);
     const outcome = flight.outcome;
     if (!policy.enabled || !outcome || owner.noCache) return;
+    const format = flight.format.name;
     const answer: CachedAnswer = {
       v: 1,
+      // Chat Completions' entries carry no format (the default), so they stay as they were.
+      ...(format === 'chat.completions' ? {} : { format }),
       provider: outcome.provider ?? outcome.target?.provider.id ?? '',
       model: outcome.modelUsed ?? outcome.target?.model ?? '',
       createdAt: this.#clock.now(),

@@ -1,3 +1,4 @@
+import type { AnswerFormat } from '../cache/answer-formats.ts';
 import type { Call, CallTarget } from '../pipeline/call.ts';
 import type { PromptCachePlan, ProviderAdapter } from '../providers/types.ts';
 
@@ -19,6 +20,8 @@ export interface Surface {
   readonly name: SurfaceName;
   /** The client's request in its own format, when that is not the stages' form (what stored bodies keep). */
   readonly request?: Record<string, unknown>;
+  /** The request in the surface's format as compaction left it (the gateway's own breakpoints aside): what the response cache keys on. */
+  sent?(): Record<string, unknown>;
   /**
    * The stages that change the request or replay answers, and whether they
    * know this surface's content yet: a stage that does not leaves the call
@@ -36,6 +39,8 @@ export interface Surface {
   compacted?(sent: { messages: readonly unknown[]; origin: readonly number[] }): { messages: unknown[]; origin: number[] };
   /** The prompt-cache plan narrowed to the breakpoints the surface will place in its own request (absent: all of them). */
   promptCachePlan?(plan: PromptCachePlan): PromptCachePlan | undefined;
+  /** Its answers as the response cache and dedup store, share and replay them (cache/answer-formats.ts). */
+  readonly answers: AnswerFormat;
   /** The adapter one attempt at `target` goes through (it may add reply headers to `call`: what a translation left out). */
   adapter(target: CallTarget, call: Call): ProviderAdapter;
 }

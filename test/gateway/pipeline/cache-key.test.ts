@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { describe, test } from 'node:test';
 import { Worker } from 'node:worker_threads';
 import fc from 'fast-check';
-import { chunksToCompletion, completionToChunks } from '../../../src/gateway/cache/answer-format.ts';
+import { chunksToCompletion, completionToChunks } from '../../../src/gateway/surfaces/chat-completions/answer-format.ts';
 import { cacheKey } from '../../../src/gateway/cache/cache-key.ts';
 import { canonicalJson } from '../../../src/gateway/cache/canonical-json.ts';
 import type { CachedAnswer } from '../../../src/gateway/cache/cached-answer.ts';

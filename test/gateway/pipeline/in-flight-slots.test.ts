@@ -5,6 +5,7 @@ import { pino } from 'pino';
 import type { Flight } from '../../../src/gateway/cache/flight.ts';
 import { InFlight } from '../../../src/gateway/cache/in-flight.ts';
 import type { Call } from '../../../src/gateway/pipeline/call.ts';
+import { CHAT_COMPLETIONS } from '../../../src/gateway/surfaces/chat-completions/surface.ts';
 
 /**
  * The flights in progress are found by 30 bits of their key (in-flight.ts):
@@ -20,6 +21,7 @@ function call(key: string): Call {
   const controller = new AbortController();
   return {
     tenant: { tenantId: 't' },
+    surface: CHAT_COMPLETIONS,
     stream: false,
     includeUsage: false,
     signal: controller.signal,

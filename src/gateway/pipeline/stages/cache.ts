@@ -1,12 +1,12 @@
-import { cacheKey } from '../../cache/cache-key.ts';
 import type { CachedAnswer } from '../../cache/cached-answer.ts';
 import type { ResponseCache } from '../../cache/response-cache.ts';
 import type { Stage } from '../call.ts';
 
 /**
  * The response cache: an identical earlier answer of the same tenant (same
- * routed model, same canonical request: cache/cache-key.ts) is replayed,
- * streamed or not whatever form it was stored in, at no cost; otherwise
+ * surface, same routed model, same canonical request: the surface's
+ * AnswerFormat.cacheKey) is replayed, streamed or not whatever form it was
+ * stored in, in the surface's own format, at no cost; otherwise
  * the call goes on (a miss) and the dedup stage's flight stores the answer
  * once it is complete. `X-Gateway-No-Cache: true`, or the tenant's
  * settings.cache.enabled false, bypass both reading and writing.
@@ -21,9 +21,10 @@ export function cacheStage(cache: ResponseCache): Stage {
     try {
       const policy = cache.policy(call.tenant);
       if (!policy.enabled) return next();
-      const key = cacheKey(call.tenant.tenantId, target.ref, call.body);
+      const answers = call.surface.answers;
+      const key = answers.cacheKey(call, target.ref);
       call.cacheKey = key;
-      found = cache.lookup(call.tenant.tenantId, key, policy.ttlMs);
+      found = cache.lookup(call.tenant.tenantId, key, policy.ttlMs, answers.name);
     } catch (err) {
       return Promise.reject(err);
     }

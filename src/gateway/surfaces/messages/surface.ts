@@ -3,6 +3,7 @@ import type { ChatResult, ProviderAdapter } from '../../providers/types.ts';
 import type { Surface } from '../surface.ts';
 import { placeablePlan, withBreakpoints } from './breakpoints.ts';
 import { writeBack } from './compacted.ts';
+import { MESSAGES_ANSWERS } from './answer-format.ts';
 import { messageFromChat } from './from-chat.ts';
 import { type ClientMessages, passthroughAdapter } from './passthrough.ts';
 import type { StagesForm } from './stages-form.ts';
@@ -43,13 +44,14 @@ export function messagesSurface(client: ClientMessages, form: StagesForm): Surfa
   return {
     name: 'messages',
     request: client.body,
-    // The response cache does not know Messages content yet: it leaves these calls as sent.
-    stages: { compaction: true, promptCache: true, cache: false },
+    stages: { compaction: true, promptCache: true, cache: true },
+    answers: MESSAGES_ANSWERS,
     compacted(change) {
       const written = writeBack(client.body, form, change.messages, change.origin);
       sent = { body: written.body, messages: written.messages, provenance: written.provenance };
       return { messages: written.messages, origin: written.origin };
     },
+    sent: () => sent.body,
     promptCachePlan: (plan) => placeablePlan(sent.body, sent.messages, sent.provenance, plan),
     adapter(target: CallTarget, call: Call): ProviderAdapter {
       if (target.provider.format === 'anthropic') {

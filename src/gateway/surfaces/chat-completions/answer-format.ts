@@ -1,4 +1,10 @@
-import { isObject } from '../providers/json.ts';
+import { HttpProblem } from '../../../platform/errors.ts';
+import type { AnswerEvent, AnswerFormat } from '../../cache/answer-formats.ts';
+import { eventData } from '../../cache/answer-formats.ts';
+import { cacheKey } from '../../cache/cache-key.ts';
+import { errorEvent } from '../../providers/error-event.ts';
+import { isObject, parseObject } from '../../providers/json.ts';
+import { SSE_DONE, sseEvent } from '../../providers/sse.ts';
 
 /**
  * Conversions between the two shapes of an OpenAI answer, so that a cached
@@ -124,3 +130,48 @@ export function withCost(usageChunk: string, cost: number | undefined): string {
   else usage['cost'] = cost;
   return JSON.stringify(parsed);
 }
+
+/**
+ * Classifies an event the stream translators wrote: [DONE], an error event
+ * (`{"error": {...}}`, made back into the problem it reports), the
+ * usage-only chunk (`choices: []` and a `usage` object), or a chunk. Only
+ * events mentioning "usage" or "error" are parsed.
+ */
+export function classifyEvent(text: string): AnswerEvent {
+  const data = eventData(text);
+  if (data === '[DONE]') return { kind: 'done' };
+  const maybeUsage = data.includes('"usage"');
+  if (!maybeUsage && !data.includes('"error"')) return { kind: 'chunk', data };
+  const parsed = parseObject(data);
+  if (parsed === undefined) return { kind: 'chunk', data };
+  const error = parsed['error'];
+  if (isObject(error) && !Array.isArray(parsed['choices'])) {
+    const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
+    const problem = new HttpProblem(502, str(error['code']) ?? 'upstream_error', str(error['message']) ?? 'The provider failed.', {
+      type: str(error['type']) ?? 'api_error',
+      ...(str(error['param']) ? { param: str(error['param'])! } : {}),
+    });
+    return { kind: 'error', problem };
+  }
+  const choices = parsed['choices'];
+  if (maybeUsage && isObject(parsed['usage']) && Array.isArray(choices) && choices.length === 0) return { kind: 'usage', data };
+  return { kind: 'chunk', data };
+}
+
+/**
+ * Chat Completions answers: a chat.completion, or a stream of
+ * chat.completion.chunk events, a usage-only chunk (sent to clients that
+ * asked for it, `usage.cost` as charged), `[DONE]`, and errors as
+ * `data: {"error": {...}}`.
+ */
+export const CHAT_COMPLETIONS_ANSWERS: AnswerFormat = {
+  name: 'chat.completions',
+  cacheKey: (call, target) => cacheKey(call.tenant.tenantId, target, call.body),
+  classify: classifyEvent,
+  join: chunksToCompletion,
+  cut: completionToChunks,
+  chunkEvent: (data) => sseEvent(data),
+  done: SSE_DONE,
+  errorEvent,
+  withCost,
+};
