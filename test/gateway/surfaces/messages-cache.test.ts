@@ -249,4 +249,26 @@ describe('the response cache and dedup on the Messages surface', () => {
     assert.deepEqual(statuses.slice(7), ['hit', 'hit']);
     assert.equal(gw.fake.calls.count, 7);
   });
+
+  test('the key is the request as sent: a compaction that changed it keeps its answer apart from the one sent as written', async () => {
+    await fresh();
+    // Whitespace compaction acts on assistant text and tool results: trailing spaces and runs of blank lines.
+    const body = {
+      model: 'claude-haiku-4-5',
+      max_tokens: 64,
+      messages: [
+        { role: 'user', content: 'first question' },
+        { role: 'assistant', content: 'an answer   \n\n\n\n\nwith blank lines   ' },
+        { role: 'user', content: 'second question' },
+      ],
+    };
+    const off = await post(body, { 'x-gateway-compact': 'off' });
+    assert.equal(off.headers.get('x-gateway-cache'), 'miss');
+    const safe = await post(body, { 'x-gateway-compact': 'safe' });
+    assert.equal(safe.headers.get('x-gateway-compaction'), 'whitespace', 'safe mode normalized the whitespace');
+    assert.equal(safe.headers.get('x-gateway-cache'), 'miss', 'the provider was asked something else: not answered from the first call');
+    const again = await post(body, { 'x-gateway-compact': 'safe' });
+    assert.equal(again.headers.get('x-gateway-cache'), 'hit');
+    assert.equal(gw.fake.calls.count, 2);
+  });
 });
