@@ -18,10 +18,8 @@ import { streamTtfb } from '../lib/ttfb.ts';
  * streamed and not. Lanes, each a request shape against a process:
  * the fake's /v1/messages directly; the floor piping it; the gateway serving
  * Messages; a second gateway (same settings) serving the same turn as Chat
- * Completions, once as benchmark 5 sends it and once with the stages that
- * skip Messages calls today (compaction, response cache and dedup, prompt-cache
- * placement: surfaces/messages/surface.ts) turned off by header, so that what
- * the surface costs shows apart from what those stages cost.
+ * Completions, as benchmark 5 sends it. Both run every stage (compaction,
+ * the response cache and dedup, prompt-cache placement, savings).
  * RUNS runs, each with benchmark 9's two loads (bench/lib/ab-run.ts's slices):
  * 50 connections on a fake answering at once (CPU per call, memory), then 10
  * on one answering after 20 ms, an event every 10 ms (X-Gateway-Overhead-Ms,
@@ -45,22 +43,19 @@ const API_KEY = 'sk-bench-fake';
 const MESSAGES_MODEL = 'claude-sonnet-4-5';
 const CHAT_MODEL = `anthropic/${MESSAGES_MODEL}`;
 const ANTHROPIC_HEADERS = { 'anthropic-version': '2023-06-01', 'anthropic-beta': 'interleaved-thinking-2025-05-14,fine-grained-tool-streaming-2025-05-14' };
-/** The stages Messages calls skip today, turned off for the "as Messages" lane. */
-const AS_MESSAGES = { 'x-gateway-no-cache': 'true', 'x-gateway-compact': 'off', 'x-gateway-prompt-cache': 'off' };
 
 type Mode = 'plain' | 'stream';
 type Proc = 'fake' | 'floor' | 'gwMessages' | 'gwChat';
-type Kind = 'direct' | 'floor' | 'messages' | 'chat' | 'chatBare';
-const KINDS: readonly Kind[] = ['direct', 'floor', 'messages', 'chat', 'chatBare'];
+type Kind = 'direct' | 'floor' | 'messages' | 'chat';
+const KINDS: readonly Kind[] = ['direct', 'floor', 'messages', 'chat'];
 const MODES: readonly Mode[] = ['plain', 'stream'];
 const LABEL: Record<Kind, string> = {
   direct: 'fake directly (Messages)',
   floor: 'Node floor (Messages)',
   messages: 'gateway, /v1/messages',
   chat: 'gateway, /v1/chat/completions',
-  chatBare: 'gateway, /v1/chat/completions, stages as Messages',
 };
-const PROC: Record<Kind, Proc> = { direct: 'fake', floor: 'floor', messages: 'gwMessages', chat: 'gwChat', chatBare: 'gwChat' };
+const PROC: Record<Kind, Proc> = { direct: 'fake', floor: 'floor', messages: 'gwMessages', chat: 'gwChat' };
 
 interface Lane {
   kind: Kind;
@@ -79,9 +74,9 @@ function lanes(procs: Record<Proc, RunningTarget>): Lane[] {
   for (const mode of MODES) {
     for (const kind of KINDS) {
       const t = procs[PROC[kind]];
-      const chat = kind === 'chat' || kind === 'chatBare';
+      const chat = kind === 'chat';
       const body = JSON.stringify(chat ? chatRequest({ model: CHAT_MODEL, stream: mode === 'stream' }) : messagesRequest({ model: MESSAGES_MODEL, stream: mode === 'stream' }));
-      const headers = { ...t.headers, ...(chat ? {} : ANTHROPIC_HEADERS), ...(kind === 'chatBare' ? AS_MESSAGES : {}) };
+      const headers = { ...t.headers, ...(chat ? {} : ANTHROPIC_HEADERS), };
       out.push({ kind, mode, path: chat ? '/chat/completions' : '/messages', headers, body, proc: PROC[kind] });
     }
   }
@@ -305,8 +300,8 @@ function report(runs: Run[], models: string[], sizes: Record<string, number>, se
       id: id(),
       benchmark: `${how}: gateway CPU per call, Messages against Chat Completions (${THROUGHPUT_CONNECTIONS} connections, 0 ms fake)`,
       measured: `Messages ${cpu('messages')}, ${fmt(median(ratios('messages', 'floor', mode, (f) => f.cpuUs)), 2)} × the floor's`,
-      baseline: `Chat Completions ${cpu('chat')}; with Messages' stages ${cpu('chatBare')}; floor ${cpu('floor')}`,
-      result: `${fmt(median(cpuRatio), 3)} × Chat Completions' (runs ${spread(cpuRatio, 3)}); ${fmt(median(ratios('messages', 'chatBare', mode, (f) => f.cpuUs)), 3)} × with its stages`,
+      baseline: `Chat Completions ${cpu('chat')}; floor ${cpu('floor')}`,
+      result: `${fmt(median(cpuRatio), 3)} × Chat Completions' (runs ${spread(cpuRatio, 3)})`,
       target: `<= ${BOUND} × Chat Completions'`,
       pass: median(cpuRatio) <= BOUND,
     });
@@ -316,7 +311,7 @@ function report(runs: Run[], models: string[], sizes: Record<string, number>, se
       id: id(),
       benchmark: `${how}: X-Gateway-Overhead-Ms, Messages against Chat Completions (${LATENCY_CONNECTIONS} connections, 20 ms fake)`,
       measured: `Messages ${overhead('messages')}`,
-      baseline: `Chat Completions ${overhead('chat')}; with Messages' stages ${overhead('chatBare')}`,
+      baseline: `Chat Completions ${overhead('chat')}`,
       result: `p50 ${signed(diff('messages', 'chat', mode, (f) => f.overheadP50))} ms (${fmt(median(p50Ratio), 2)} ×, runs ${spread(p50Ratio)}), p99 ${signed(diff('messages', 'chat', mode, (f) => f.overheadP99))} ms`,
       target: `p50 <= ${BOUND} × Chat Completions'`,
       pass: median(p50Ratio) <= BOUND,
@@ -332,7 +327,7 @@ function report(runs: Run[], models: string[], sizes: Record<string, number>, se
           : `not streamed: latency added to the fake's (${LATENCY_CONNECTIONS} connections, 20 ms fake)`,
       measured: `Messages ${added('messages')}`,
       baseline: `direct p50 ${ms(fig('direct', mode, pick50))}, p99 ${ms(fig('direct', mode, pick99))} ms; floor ${added('floor')}`,
-      result: `Chat Completions ${added('chat')}; with Messages' stages ${added('chatBare')}`,
+      result: `Chat Completions ${added('chat')}`,
       ...info,
     });
   }
@@ -382,10 +377,9 @@ const METHOD = `\`npm run bench -- messages\` (bench/benchmarks/gateway-messages
   breakpoints). Both reach the same fake (tools/fake-provider's Anthropic side, its own process): Messages passed
   through untouched (surfaces/messages/passthrough.ts), Chat Completions translated by the Anthropic adapter.
 - Lanes: the fake called directly with the Messages request; the Node floor (bench/servers/node-floor.ts) piping it;
-  the gateway serving Messages; a second gateway process serving Chat Completions, as sent and with
-  \`X-Gateway-No-Cache: true\`, \`X-Gateway-Compact: off\`, \`X-Gateway-Prompt-Cache: off\` ("with Messages' stages"):
-  Messages calls skip compaction, the response cache with dedup and prompt-cache placement until those stages know
-  Messages content, so that lane tells the surface's own cost from those stages'. Both gateways are benchmark 5's
+  the gateway serving Messages; a second gateway process serving Chat Completions. Both run every stage on both
+  surfaces (compaction in the tenant's default mode, the response cache and dedup, prompt-cache placement, savings,
+  usage records). Both gateways are benchmark 5's
   (bench/servers/gateway-server.ts, every stage on for the tenant, usage records written) with only an Anthropic key,
   at the fake. Each lane streamed and not.
 - ${RUNS} runs. Each starts every process afresh for each load, warms each lane ${WARMUP_S} s, then measures ${SLICE_S} s
