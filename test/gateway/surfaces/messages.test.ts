@@ -458,3 +458,52 @@ describe('the Messages surface with routing and fallbacks', () => {
     assert.deepEqual((sent.body as { messages: unknown[] }).messages[0], { role: 'system', content: 'Be brief.' });
   });
 });
+
+describe('the Messages surface: images and Anthropic\'s own token count', () => {
+  let gw: LiveGateway;
+  let t: LiveTenant;
+  let claude: Anthropic;
+  before(async () => {
+    gw = await startLiveGateway('sqlite');
+    t = await gw.tenant();
+    claude = new Anthropic({ baseURL: gw.url, apiKey: t.apiKey, maxRetries: 0 });
+  });
+  after(() => gw.close());
+
+  // A 1x1 PNG.
+  const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
+  const withImage = (model: string) => ({
+    model,
+    max_tokens: 32,
+    messages: [
+      {
+        role: 'user' as const,
+        content: [
+          { type: 'image' as const, source: { type: 'base64' as const, media_type: 'image/png' as const, data: PNG } },
+          { type: 'text' as const, text: 'what is in this picture?' },
+        ],
+      },
+    ],
+  });
+
+  test('an image reaches Anthropic as the client sent it, and an OpenAI model as an image_url part', async () => {
+    await claude.messages.create(withImage('claude-haiku-4-5'));
+    const toAnthropic = gw.fake.calls.last()!.body as { messages: { content: { type: string; source?: { data: string } }[] }[] };
+    assert.equal(toAnthropic.messages[0]!.content[0]!.source!.data, PNG);
+    await claude.messages.create(withImage('openai/gpt-4o-mini'));
+    const toOpenAi = gw.fake.calls.last()!.body as { messages: { content: { type: string; image_url?: { url: string } }[] }[] };
+    assert.deepEqual(toOpenAi.messages[0]!.content[0], { type: 'image_url', image_url: { url: `data:image/png;base64,${PNG}` } });
+  });
+
+  test('countTokens for an Anthropic model is asked of the tenant\'s Anthropic provider, with its key', async () => {
+    const { data, response } = await claude.messages
+      .countTokens({ model: 'claude-sonnet-4-5', system: 'Be brief.', messages: [{ role: 'user', content: 'count these tokens please' }] })
+      .withResponse();
+    assert.equal(response.headers.get('x-gateway-token-count'), 'anthropic');
+    assert.ok(data.input_tokens > 0);
+    const sent = gw.fake.calls.last()!;
+    assert.match(sent.url, /^\/v1\/messages\/count_tokens/);
+    assert.equal(sent.headers['x-api-key'], t.providerKeys['anthropic']);
+    assert.equal((sent.body as { system: string }).system, 'Be brief.', 'the body as the client sent it');
+  });
+});
