@@ -61,9 +61,10 @@ function send(base: string, r: Sent): Promise<Answer> {
     );
     req.on('timeout', () => req.destroy(new Error(`no answer in 10 s to ${r.method} ${r.path}`)));
     req.on('error', (err: Error & { code?: string }) => {
-      // A server refusing a request (its headers, say) before a megabytes-long body is sent whole may close the
-      // connection under the upload, as HTTP allows: the client sees a reset instead of the answer. Never a hang.
-      if ((err.code === 'ECONNRESET' || err.code === 'EPIPE') && (r.body?.length ?? 0) > 1_000_000) resolve({ status: 0, contentType: '', text: '' });
+      // A server refusing a request (its headers, say) before a long body is sent whole may close the connection
+      // under the upload, as HTTP allows: the client sees a reset instead of the answer. Never a hang. A body past
+      // what the sockets buffer (64 KiB here; a 512 KiB one was seen cut on a busy machine) may meet it.
+      if ((err.code === 'ECONNRESET' || err.code === 'EPIPE') && (r.body?.length ?? 0) > 64 * 1024) resolve({ status: 0, contentType: '', text: '' });
       else reject(err);
     });
     req.end(r.body);
