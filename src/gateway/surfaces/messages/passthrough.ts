@@ -54,10 +54,11 @@ export function passthroughAdapter(provider: string, client: ClientMessages, bas
       return { path: joinPath(ctx.baseUrl, '/messages'), headers, body: bodyFor(ctx.model) };
     },
     chatResponse(_status, body): ChatResult {
-      const parsed = parseObject(body.toString('utf8'));
+      const text = body.toString('utf8');
+      const parsed = parseObject(text);
       if (parsed === undefined || parsed['type'] !== 'message') throw upstreamInvalid(provider);
       const model = parsed['model'];
-      return { body: body.toString('utf8'), usage: anthropicUsage(parsed['usage']), model: typeof model === 'string' ? model : undefined };
+      return { body: text, usage: anthropicUsage(parsed['usage']), model: typeof model === 'string' ? model : undefined };
     },
     chatStream: () => new MessagesRelay(provider),
     upstreamError: (status, body, headers) => base.upstreamError(status, body, headers),
