@@ -213,7 +213,7 @@ describe('fake provider, OpenAI format', () => {
       models.data.map((m) => m.id),
       ['fake-model', 'fake-model-mini', 'claude-fake'],
     );
-    await assert.rejects(prefixed.embeddings.create({ model: 'e', input: 'x' }), OpenAI.NotFoundError);
+    await assert.rejects(prefixed.moderations.create({ input: 'x' }), OpenAI.NotFoundError);
   });
 
   test('requests the real API refuses: no key, a wrong key, no model, no messages', async () => {

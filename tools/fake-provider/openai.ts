@@ -3,6 +3,7 @@ import { type Content, contentFor, type OfferedTool, type Reply, splitArguments,
 import type { Behaviour } from './behaviour.ts';
 import { errorAnswer, streamErrorEvent } from './faults.ts';
 import type { BilledTokens } from './ledger.ts';
+import { openAiKeyRefusal } from './openai-auth.ts';
 import type { CacheFigures } from './prompt-cache.ts';
 import { SSE_HEADERS, type StreamPlan, sseData } from './sse.ts';
 
@@ -34,18 +35,13 @@ export interface OpenAIContext {
 }
 
 export function chatCompletion(body: Body, headers: IncomingHttpHeaders, ctx: OpenAIContext): Reply {
-  const fail = (kind: 'invalid_request' | 'authentication', message: string, param: string | null = null): Reply => ({
+  const fail = (kind: 'invalid_request', message: string, param: string | null = null): Reply => ({
     kind: 'answer',
     answer: errorAnswer('openai', kind, ctx.requestId, message, param),
   });
-  const auth = headers.authorization;
-  if (typeof auth !== 'string' || !auth.startsWith('Bearer ') || auth.length === 7) {
-    return fail(
-      'authentication',
-      "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).",
-    );
-  }
-  if (ctx.apiKey !== undefined && auth.slice(7) !== ctx.apiKey) return { kind: 'answer', answer: errorAnswer('openai', 'authentication', ctx.requestId) };
+  const refusal = openAiKeyRefusal(headers, ctx.apiKey, ctx.requestId);
+  if (refusal) return { kind: 'answer', answer: refusal };
+  const auth = headers.authorization as string;
   if (typeof body['model'] !== 'string') return fail('invalid_request', 'you must provide a model parameter', 'model');
   const messages = body['messages'];
   if (!Array.isArray(messages) || messages.length === 0) return fail('invalid_request', "'messages' is a required property", 'messages');

@@ -11,11 +11,14 @@ import { DEFAULT_MACHINES, DEFAULT_TTL_MS, type PromptCacheOptions } from './pro
 import { AnthropicPromptCache } from './prompt-cache-anthropic.ts';
 import { OpenAiPromptCache } from './prompt-cache-openai.ts';
 import { chatCompletion, modelList as openaiModels } from './openai.ts';
+import { createResponse } from './responses.ts';
+import { createEmbeddings } from './embeddings.ts';
 import { sendStream } from './sse.ts';
 
 /**
  * A fake LLM provider on a real port, speaking OpenAI chat completions
- * (POST /v1/chat/completions, GET /v1/models) and Anthropic Messages
+ * (POST /v1/chat/completions, GET /v1/models), responses (POST /v1/responses)
+ * and embeddings (POST /v1/embeddings) and Anthropic Messages
  * (POST /v1/messages; GET /v1/models with an anthropic-version header lists
  * models Anthropic's way). Anything before `/v1/` in the path is ignored, so
  * a base URL such as http://127.0.0.1:PORT/openai/v1 works.
@@ -46,7 +49,7 @@ export interface RecordedCall {
   method: string;
   /** The path as received, prefix and query included. */
   url: string;
-  route: 'openai.chat' | 'anthropic.messages' | 'anthropic.count_tokens' | 'models' | 'unknown';
+  route: 'openai.chat' | 'openai.responses' | 'openai.embeddings' | 'anthropic.messages' | 'anthropic.count_tokens' | 'models' | 'unknown';
   headers: IncomingHttpHeaders;
   /** The parsed JSON body; the raw text when it was not JSON; undefined without a body. */
   body: unknown;
@@ -111,10 +114,21 @@ export const DEFAULT_MODELS = ['fake-model', 'fake-model-mini', 'claude-fake'];
 
 const ROUTES: Record<string, { method: string; route: RecordedCall['route'] }> = {
   '/v1/chat/completions': { method: 'POST', route: 'openai.chat' },
+  '/v1/responses': { method: 'POST', route: 'openai.responses' },
+  '/v1/embeddings': { method: 'POST', route: 'openai.embeddings' },
   '/v1/messages': { method: 'POST', route: 'anthropic.messages' },
   '/v1/messages/count_tokens': { method: 'POST', route: 'anthropic.count_tokens' },
   '/v1/models': { method: 'GET', route: 'models' },
 };
+
+/** The handler of each model route. */
+const HANDLERS = {
+  'openai.chat': chatCompletion,
+  'openai.responses': createResponse,
+  'openai.embeddings': createEmbeddings,
+  'anthropic.messages': createMessage,
+  'anthropic.count_tokens': countTokens,
+} as const;
 
 /** The path before `/v1/` (`''` for none), without the query. */
 function basePath(url: string): string {
@@ -231,7 +245,7 @@ export async function createFakeProvider(options: FakeProviderOptions = {}): Pro
     }
     const simulate = behaviour.promptCache ? caches[format].simulate.bind(caches[format]) : undefined;
     const ctx = { behaviour, requestId, id, apiKey: options.apiKey, simulate, bill, signer };
-    const handler = route === 'openai.chat' ? chatCompletion : route === 'anthropic.count_tokens' ? countTokens : createMessage;
+    const handler = HANDLERS[route as keyof typeof HANDLERS];
     const reply: Reply = handler(fields, req.headers, ctx);
     if (reply.kind === 'stream') {
       res.writeHead(200, reply.headers);
