@@ -329,6 +329,68 @@ describe('the Messages surface through @anthropic-ai/sdk', () => {
       );
     });
   });
+  // A 1x1 PNG.
+  const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
+  const withImage = (model: string) => ({
+    model,
+    max_tokens: 32,
+    messages: [
+      {
+        role: 'user' as const,
+        content: [
+          { type: 'image' as const, source: { type: 'base64' as const, media_type: 'image/png' as const, data: PNG } },
+          { type: 'text' as const, text: 'what is in this picture?' },
+        ],
+      },
+    ],
+  });
+
+  test('an image reaches Anthropic as the client sent it, and an OpenAI model as an image_url part', async () => {
+    await claude.messages.create(withImage('claude-haiku-4-5'));
+    const toAnthropic = gw.fake.calls.last()!.body as { messages: { content: { type: string; source?: { data: string } }[] }[] };
+    assert.equal(toAnthropic.messages[0]!.content[0]!.source!.data, PNG);
+    await claude.messages.create(withImage('openai/gpt-4o-mini'));
+    const toOpenAi = gw.fake.calls.last()!.body as { messages: { content: { type: string; image_url?: { url: string } }[] }[] };
+    assert.deepEqual(toOpenAi.messages[0]!.content[0], { type: 'image_url', image_url: { url: `data:image/png;base64,${PNG}` } });
+  });
+
+  test('countTokens for an Anthropic model is asked of the tenant\'s Anthropic provider, with its key', async () => {
+    const { data, response } = await claude.messages
+      .countTokens({ model: 'claude-sonnet-4-5', system: 'Be brief.', messages: [{ role: 'user', content: 'count these tokens please' }] })
+      .withResponse();
+    assert.equal(response.headers.get('x-gateway-token-count'), 'anthropic');
+    assert.ok(data.input_tokens > 0);
+    const sent = gw.fake.calls.last()!;
+    assert.match(sent.url, /^\/v1\/messages\/count_tokens/);
+    assert.equal(sent.headers['x-api-key'], t.providerKeys['anthropic']);
+    assert.equal((sent.body as { system: string }).system, 'Be brief.', 'the body as the client sent it');
+  });
+  test('model auto is routed, and the answer comes back in Anthropic\'s shape whoever answers', async () => {
+    const t = await gw.tenant();
+    const claude = new Anthropic({ baseURL: gw.url, apiKey: t.apiKey, maxRetries: 0 });
+    const { data, response } = await claude.messages.create({ model: 'auto', max_tokens: 64, messages: [{ role: 'user', content: 'say hi' }] }).withResponse();
+    assert.equal(data.type, 'message');
+    assert.ok(response.headers.get('x-gateway-route-reason'), 'routing chose the model');
+    assert.match(response.headers.get('x-gateway-model') ?? '', /^(openai|anthropic)\//);
+  });
+
+  test('a fallback from Anthropic to an OpenAI model mid-call: the request translated for it, the answer still Anthropic\'s', async () => {
+    const t = await gw.tenant();
+    const set = await gw.api('/api/v1/tenant', { method: 'PATCH', token: t.session, body: { settings: { routing: { fallbacks: { 'anthropic/claude-haiku-4-5': ['openai/gpt-4o-mini'] } } } } });
+    assert.equal(set.status, 200, JSON.stringify(set.body));
+    gw.fake.setBehaviourFor({ apiKey: t.providerKeys['anthropic']! }, { fault: '500' });
+    const claude = new Anthropic({ baseURL: gw.url, apiKey: t.apiKey, maxRetries: 0 });
+    const { data, response } = await claude.messages
+      .create({ model: 'claude-haiku-4-5', max_tokens: 64, system: 'Be brief.', messages: [{ role: 'user', content: 'fall back please' }] })
+      .withResponse();
+    assert.equal(data.type, 'message');
+    assert.match((data.content[0] as { text: string }).text, /fall back please/);
+    assert.equal(response.headers.get('x-gateway-provider'), 'openai');
+    assert.match(response.headers.get('x-gateway-route-reason') ?? '', /fallback from anthropic\/claude-haiku-4-5/);
+    const sent = gw.fake.calls.last()!;
+    assert.equal(sent.url, '/v1/chat/completions');
+    assert.deepEqual((sent.body as { messages: unknown[] }).messages[0], { role: 'system', content: 'Be brief.' });
+  });
 });
 
 describe('Claude Code model names and aliases on the Messages surface', () => {
@@ -421,89 +483,5 @@ describe('Claude Code model names and aliases on the Messages surface', () => {
       body: JSON.stringify({ model: 'claude-haiku-4-5', messages: [{ role: 'user', content: 'hello' }] }),
     });
     assert.equal(count.headers.get('x-gateway-token-count'), 'estimate');
-  });
-});
-
-describe('the Messages surface with routing and fallbacks', () => {
-  let gw: LiveGateway;
-  before(async () => {
-    gw = await startLiveGateway('sqlite');
-  });
-  after(() => gw.close());
-
-  test('model auto is routed, and the answer comes back in Anthropic\'s shape whoever answers', async () => {
-    const t = await gw.tenant();
-    const claude = new Anthropic({ baseURL: gw.url, apiKey: t.apiKey, maxRetries: 0 });
-    const { data, response } = await claude.messages.create({ model: 'auto', max_tokens: 64, messages: [{ role: 'user', content: 'say hi' }] }).withResponse();
-    assert.equal(data.type, 'message');
-    assert.ok(response.headers.get('x-gateway-route-reason'), 'routing chose the model');
-    assert.match(response.headers.get('x-gateway-model') ?? '', /^(openai|anthropic)\//);
-  });
-
-  test('a fallback from Anthropic to an OpenAI model mid-call: the request translated for it, the answer still Anthropic\'s', async () => {
-    const t = await gw.tenant();
-    const set = await gw.api('/api/v1/tenant', { method: 'PATCH', token: t.session, body: { settings: { routing: { fallbacks: { 'anthropic/claude-haiku-4-5': ['openai/gpt-4o-mini'] } } } } });
-    assert.equal(set.status, 200, JSON.stringify(set.body));
-    gw.fake.setBehaviourFor({ apiKey: t.providerKeys['anthropic']! }, { fault: '500' });
-    const claude = new Anthropic({ baseURL: gw.url, apiKey: t.apiKey, maxRetries: 0 });
-    const { data, response } = await claude.messages
-      .create({ model: 'claude-haiku-4-5', max_tokens: 64, system: 'Be brief.', messages: [{ role: 'user', content: 'fall back please' }] })
-      .withResponse();
-    assert.equal(data.type, 'message');
-    assert.match((data.content[0] as { text: string }).text, /fall back please/);
-    assert.equal(response.headers.get('x-gateway-provider'), 'openai');
-    assert.match(response.headers.get('x-gateway-route-reason') ?? '', /fallback from anthropic\/claude-haiku-4-5/);
-    const sent = gw.fake.calls.last()!;
-    assert.equal(sent.url, '/v1/chat/completions');
-    assert.deepEqual((sent.body as { messages: unknown[] }).messages[0], { role: 'system', content: 'Be brief.' });
-  });
-});
-
-describe('the Messages surface: images and Anthropic\'s own token count', () => {
-  let gw: LiveGateway;
-  let t: LiveTenant;
-  let claude: Anthropic;
-  before(async () => {
-    gw = await startLiveGateway('sqlite');
-    t = await gw.tenant();
-    claude = new Anthropic({ baseURL: gw.url, apiKey: t.apiKey, maxRetries: 0 });
-  });
-  after(() => gw.close());
-
-  // A 1x1 PNG.
-  const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
-  const withImage = (model: string) => ({
-    model,
-    max_tokens: 32,
-    messages: [
-      {
-        role: 'user' as const,
-        content: [
-          { type: 'image' as const, source: { type: 'base64' as const, media_type: 'image/png' as const, data: PNG } },
-          { type: 'text' as const, text: 'what is in this picture?' },
-        ],
-      },
-    ],
-  });
-
-  test('an image reaches Anthropic as the client sent it, and an OpenAI model as an image_url part', async () => {
-    await claude.messages.create(withImage('claude-haiku-4-5'));
-    const toAnthropic = gw.fake.calls.last()!.body as { messages: { content: { type: string; source?: { data: string } }[] }[] };
-    assert.equal(toAnthropic.messages[0]!.content[0]!.source!.data, PNG);
-    await claude.messages.create(withImage('openai/gpt-4o-mini'));
-    const toOpenAi = gw.fake.calls.last()!.body as { messages: { content: { type: string; image_url?: { url: string } }[] }[] };
-    assert.deepEqual(toOpenAi.messages[0]!.content[0], { type: 'image_url', image_url: { url: `data:image/png;base64,${PNG}` } });
-  });
-
-  test('countTokens for an Anthropic model is asked of the tenant\'s Anthropic provider, with its key', async () => {
-    const { data, response } = await claude.messages
-      .countTokens({ model: 'claude-sonnet-4-5', system: 'Be brief.', messages: [{ role: 'user', content: 'count these tokens please' }] })
-      .withResponse();
-    assert.equal(response.headers.get('x-gateway-token-count'), 'anthropic');
-    assert.ok(data.input_tokens > 0);
-    const sent = gw.fake.calls.last()!;
-    assert.match(sent.url, /^\/v1\/messages\/count_tokens/);
-    assert.equal(sent.headers['x-api-key'], t.providerKeys['anthropic']);
-    assert.equal((sent.body as { system: string }).system, 'Be brief.', 'the body as the client sent it');
   });
 });
