@@ -16,6 +16,14 @@ const WEATHER_TOOL = {
   parameters: { type: 'object', properties: { city: { type: 'string' }, days: { type: 'integer' } } },
 };
 
+/** Codex CLI's shell tool, as it offers it (abridged). */
+const EXEC_TOOL = {
+  type: 'function' as const,
+  name: 'exec_command',
+  strict: false,
+  parameters: { type: 'object', properties: { cmd: { type: 'string' }, workdir: { type: 'string' } }, required: ['cmd'], additionalProperties: false },
+};
+
 describe('fake provider, OpenAI Responses and embeddings', () => {
   let fake: FakeProvider;
   let client: OpenAI;
@@ -162,6 +170,79 @@ describe('fake provider, OpenAI Responses and embeddings', () => {
     await assert.rejects(client.responses.create({ model: 'fake-model', input: 'x' }), (err: unknown) => err instanceof OpenAI.RateLimitError && err.headers.get('retry-after') === '3');
     fake.setBehaviour({ fault: 'stream-error' }, { requests: 1 });
     await assert.rejects(client.responses.create({ model: 'fake-model', input: 'x' }), OpenAI.InternalServerError);
+  });
+
+  test('an agent turn (behaviour agent + thinking): a reasoning item then the scripted function_call, streamed in order; then the answer quoting the function_call_output', async () => {
+    fake.setBehaviour({ agent: { tool: 'exec_command', input: { cmd: 'cat notes.txt' }, answer: 'The file says:' }, thinking: 'I will read it.' });
+    const ask = { type: 'message' as const, role: 'user' as const, content: [{ type: 'input_text' as const, text: 'read notes.txt' }] };
+    const request = { model: 'fake-model', tools: [EXEC_TOOL, WEATHER_TOOL], reasoning: { summary: 'auto' as const }, include: ['reasoning.encrypted_content' as const], store: false };
+    const raw = await fetch(`${fake.url}/v1/responses`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer k', 'content-type': 'application/json' },
+      body: JSON.stringify({ ...request, input: [ask], stream: true }),
+    });
+    const events = (await raw.text()).split('\n\n').filter(Boolean).map((block) => JSON.parse(block.split('\n')[1]!.slice(6)) as Record<string, unknown>);
+    assert.deepEqual(
+      events.map((e) => `${e['type']}${e['output_index'] === undefined ? '' : `:${e['output_index']}`}`),
+      [
+        'response.created',
+        'response.in_progress',
+        'response.output_item.added:0',
+        'response.reasoning_summary_part.added:0',
+        'response.reasoning_summary_text.delta:0', // one per word
+        'response.reasoning_summary_text.delta:0',
+        'response.reasoning_summary_text.delta:0',
+        'response.reasoning_summary_text.delta:0',
+        'response.reasoning_summary_text.done:0',
+        'response.reasoning_summary_part.done:0',
+        'response.output_item.done:0',
+        'response.output_item.added:1',
+        'response.function_call_arguments.delta:1',
+        'response.function_call_arguments.delta:1',
+        'response.function_call_arguments.delta:1',
+        'response.function_call_arguments.done:1',
+        'response.output_item.done:1',
+        'response.completed',
+      ],
+    );
+    assert.deepEqual(
+      events.map((e) => e['sequence_number']),
+      events.map((_, i) => i),
+    );
+
+    const first = await client.responses.stream({ ...request, input: [ask] }).finalResponse();
+    const [reasoning, call] = first.output;
+    assert.ok(reasoning?.type === 'reasoning' && call?.type === 'function_call');
+    assert.deepEqual(reasoning.summary, [{ type: 'summary_text', text: 'I will read it.' }]);
+    assert.match(reasoning.encrypted_content ?? '', /^fakeenc1\./);
+    assert.equal(call.name, 'exec_command');
+    assert.deepEqual(JSON.parse(call.arguments), { cmd: 'cat notes.txt' });
+
+    // Stateless, as Codex sends it: the reasoning item and the call come back, then the tool's output.
+    const next = (item: typeof reasoning) =>
+      client.responses.create({ ...request, input: [ask, item, call, { type: 'function_call_output', call_id: call.call_id, output: 'Output:\nThe code word is PELICAN.' }] });
+    const second = await next(reasoning);
+    assert.equal(second.output.at(-1)?.type, 'message');
+    assert.equal(second.output_text, 'The file says: Output:\nThe code word is PELICAN.');
+    // A changed encrypted_content is refused as OpenAI refuses it.
+    await assert.rejects(
+      next({ ...reasoning, encrypted_content: `${reasoning.encrypted_content!.slice(0, -2)}AA` }),
+      (err: unknown) => err instanceof OpenAI.BadRequestError && err.code === 'invalid_encrypted_content' && err.message.includes(`item ${reasoning.id} could not be verified`),
+    );
+  });
+
+  test('an agent turn: a side request without the scripted tool gets the echo; no reasoning object, no reasoning item; no include, no encrypted_content', async () => {
+    fake.setBehaviour({ agent: { tool: 'exec_command', input: { cmd: 'true' } }, thinking: 'hmm' });
+    const side = await client.responses.create({ model: 'fake-model', input: 'a title please', tools: [WEATHER_TOOL] });
+    assert.deepEqual(side.output.map((o) => o.type), ['message']);
+    assert.equal(side.output_text, 'echo: a title please');
+    const plain = await client.responses.create({ model: 'fake-model', input: 'go', tools: [EXEC_TOOL], reasoning: { effort: 'low' } });
+    assert.deepEqual(plain.output.map((o) => o.type), ['reasoning', 'function_call']);
+    assert.deepEqual(plain.output[0], { id: plain.output[0]!.id, type: 'reasoning', summary: [] });
+    // With behaviour thinking unset, a reasoning item sent back is not checked.
+    fake.setBehaviour({ thinking: undefined });
+    const unchecked = await client.responses.create({ model: 'fake-model', input: [{ type: 'reasoning', id: 'rs_x', summary: [], encrypted_content: 'opaque' }, { role: 'user', content: 'hi' }] });
+    assert.equal(unchecked.output_text, 'echo: hi');
   });
 
   test('embeddings: float and base64 decode to the same numbers, deterministic, unit length, billed and logged', async () => {

@@ -105,7 +105,7 @@ export class ThinkingSigner {
       lastAssistant = i;
       for (const [j, b] of blocks(m).entries()) {
         if (!isObject(b) || b['type'] !== 'thinking') continue;
-        if (!this.#verifies(b['signature'], b['thinking'])) return `messages.${i}.content.${j}: Invalid \`signature\` in \`thinking\` block`;
+        if (!this.verifies(b['signature'], b['thinking'])) return `messages.${i}.content.${j}: Invalid \`signature\` in \`thinking\` block`;
       }
     }
     if (lastAssistant === -1) return undefined;
@@ -125,7 +125,8 @@ export class ThinkingSigner {
     return createHmac('sha256', this.#key).update(nonce).update(text).digest();
   }
 
-  #verifies(signature: unknown, text: unknown): boolean {
+  /** Whether `signature` is this signer's over `text`. */
+  verifies(signature: unknown, text: unknown): boolean {
     if (typeof signature !== 'string' || typeof text !== 'string' || !signature.startsWith('fakesig1.')) return false;
     const raw = Buffer.from(signature.slice(9), 'base64url');
     if (raw.length !== 12 + 32) return false;

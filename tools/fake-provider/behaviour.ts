@@ -71,17 +71,23 @@ export interface Behaviour {
   /** Streams only: a flood of bytes in place of the answer's deltas (memory tests; see Flood). */
   flood?: Flood;
   /**
-   * Anthropic format only: a scripted agent turn (anthropic-agent.ts): a
-   * call of `tool` with `input` while the last user message has no
-   * tool_result, then a text answer quoting the tool results.
+   * Anthropic Messages and OpenAI Responses: a scripted agent turn
+   * (anthropic-agent.ts, responses-agent.ts): a call of `tool` with `input`
+   * while the last user message has no tool_result (Responses: no
+   * function_call_output follows it), then a text answer quoting the tool
+   * results.
    */
   agent?: AgentScript;
   /**
-   * Anthropic format only: the thinking text of answers to requests that
-   * turn thinking on (any `thinking.type` but `disabled`), in a block signed by the
-   * fake; while set, thinking blocks sent back are checked (a changed text
-   * or signature, or a signed block dropped before its tool_use: 400).
-   * Unset (default): no thinking, nothing checked.
+   * Anthropic Messages: the thinking text of answers to requests that turn
+   * thinking on (any `thinking.type` but `disabled`), in a block signed by
+   * the fake; while set, thinking blocks sent back are checked (a changed
+   * text or signature, or a signed block dropped before its tool_use: 400).
+   * OpenAI Responses: a reasoning item before the answer for requests with a
+   * `reasoning` object (the text as its summary when `reasoning.summary` is
+   * set; encrypted_content sealed by the fake when `include` asks for it);
+   * while set, encrypted_content sent back is checked (400
+   * invalid_encrypted_content). Unset (default): no thinking, nothing checked.
    */
   thinking?: string;
 }
