@@ -14,7 +14,8 @@ export interface DecodedInput {
  * Responses `instructions` and `input` (API reference, "Create a model
  * response": input items) as Chat Completions messages. What to-chat.ts's
  * module comment promises, here:
- * - instructions -> a leading system message; input as a string -> one user message;
+ * - instructions -> a leading system message; input as a string -> one
+ *   user message (none given: no message, as OpenAI allows);
  * - message items (`type: "message"`, or no type and a role): user -> user,
  *   system and developer -> system (Codex sends its system prompt as
  *   developer messages), assistant -> assistant; content a string or parts:
@@ -67,7 +68,7 @@ export function decodeInput(instructions: unknown, input: unknown, problems: Fir
         problems.unsupported(param, `${param}: items of type "item_reference" ${NOT_CARRIED}; send the item itself.`);
       } else problems.unsupported(param, `${param}: items of type ${describe(type)} ${NOT_CARRIED}.`);
     }
-  } else problems.invalid('input', 'input must be a string or an array of input items.');
+  } else if (input !== undefined && input !== null) problems.invalid('input', 'input must be a string or an array of input items.');
   return { messages: conversation.end(), droppedReasoning };
 }
 
@@ -166,7 +167,7 @@ function contentParts(content: unknown, param: string, problems: FirstProblem, w
     const part = inputPart(content[j], p, problems);
     if (part === undefined) continue;
     if (part['type'] === 'text' || where === 'user') parts.push(part);
-    else problems.unsupported(p, `${p}: an image in a ${where} message ${NOT_CARRIED}; send it in a user message.`);
+    else problems.unsupported(p, `${p}: an image in ${where === 'assistant' ? 'an' : 'a'} ${where} message ${NOT_CARRIED}; send it in a user message.`);
   }
   return parts;
 }

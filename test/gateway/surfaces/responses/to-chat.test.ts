@@ -254,7 +254,7 @@ describe('decodeResponses: Responses request -> Chat Completions', () => {
     assert.match(file?.message ?? '', /^input\[0\]\.content\[0\]: input_file parts cannot be sent to this model/);
     assert.equal(first([{ type: 'function_call_output', call_id: 'c', output: [{ type: 'input_file', file_id: 'f' }] }])?.param, 'input[0].output[0]');
     assert.match(first([{ role: 'system', content: [{ type: 'input_image', image_url: 'https://e.com/a.png' }] }])?.message ?? '', /an image in a system message/);
-    assert.match(first([{ role: 'assistant', content: [{ type: 'input_image', image_url: 'https://e.com/a.png' }] }])?.message ?? '', /an image in a assistant message/);
+    assert.match(first([{ role: 'assistant', content: [{ type: 'input_image', image_url: 'https://e.com/a.png' }] }])?.message ?? '', /an image in an assistant message/);
     const reference = first([{ role: 'user', content: 'hi' }, { type: 'item_reference', id: 'msg_1' }]);
     assert.equal(reference?.param, 'input[1]');
     assert.match(reference?.message ?? '', /"item_reference" cannot be sent to this model.*send the item itself/);
@@ -356,6 +356,7 @@ describe('decodeResponses: Responses request -> Chat Completions', () => {
   test('shapes the Responses API refuses are named, never thrown', () => {
     const param = (body: unknown) => decodeResponses(body as Record<string, unknown>, compatible).uncarried?.param;
     assert.equal(param({ model: 'm', input: 7 }), 'input');
+    assert.equal(param({ model: 'm', instructions: 'No input is no message.' }), undefined);
     assert.equal(param({ model: 'm', input: [7] }), 'input[0]');
     assert.equal(param({ model: 'm', input: [{ content: 'no role, no type' }] }), 'input[0]');
     assert.equal(param({ model: 'm', input: [{ role: 'tool', content: 'x' }] }), 'input[0].role');
