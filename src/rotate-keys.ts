@@ -5,8 +5,8 @@ import { services } from './services.ts';
  * `npm run rotate-keys`: after a new encryption key was deployed with the
  * old one kept for reading (GATEWAY_ENCRYPTION_KEY_PREVIOUS,
  * AUTH_ENCRYPTION_KEY_PREVIOUS), seals again under the new key everything
- * the old ones sealed: the gateway's provider keys, and both outboxes'
- * email bodies. The services keep running meanwhile. Safe to run again (what
+ * the old ones sealed: the gateway's provider keys and stored responses,
+ * and both outboxes' email bodies. The services keep running meanwhile. Safe to run again (what
  * is current is left alone). Exits 1 when something opens with no key, naming
  * it; the old key can be dropped once a run reports nothing left to reseal.
  */

@@ -3,6 +3,7 @@ import { type ConfiguredService, runServices, type ServiceEntry } from '../platf
 import { type GatewayConfig, loadGatewayConfig } from './config.ts';
 import { gatewayMigrations } from './migrations.ts';
 import { resealProviderKeys } from './control-plane/provider-keys.ts';
+import { resealStoredResponses } from './surfaces/responses/stored-reseal.ts';
 import type { GatewayDb } from './schema.ts';
 import { createGatewayService, type GatewayService } from './service.ts';
 import { privateUpstreamsWarning } from './control-plane/upstream-policy.ts';
@@ -24,6 +25,7 @@ export const gatewayService: ServiceEntry = {
         rotateIn({ url: config.databaseUrl, sqlitePath: config.sqlitePath }, gatewayMigrations, async (db) => [
           await resealProviderKeys(db as GatewayDb, config.encryptionKey, config.previousEncryptionKeys),
           await resealOutbox(db, config.encryptionKey, config.previousEncryptionKeys, 'gateway outbox (GATEWAY_ENCRYPTION_KEY)'),
+          await resealStoredResponses(db as GatewayDb, config.encryptionKey, config.previousEncryptionKeys),
         ]),
     };
   },

@@ -235,4 +235,27 @@ export const gatewayMigrations: Record<string, Migration> = {
       await db.schema.alterTable('usage_records').addColumn('surface', 'text', (c) => c.notNull().defaultTo('chat.completions')).execute();
     },
   },
+  /**
+   * The Responses API's state (surfaces/responses/store.ts): each stored
+   * response with its input items, sealed, chained by previous_id. The
+   * purge walks expires_at; a tenant's quota sums `bytes` of its live rows
+   * from the (tenant_id, expires_at, bytes) index alone.
+   */
+  '0013_responses': {
+    async up(db) {
+      await db.schema
+        .createTable('stored_responses')
+        .addColumn('tenant_id', 'text', (c) => c.notNull())
+        .addColumn('id', 'text', (c) => c.notNull())
+        .addColumn('previous_id', 'text')
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('expires_at', 'bigint', (c) => c.notNull())
+        .addColumn('bytes', 'bigint', (c) => c.notNull())
+        .addColumn('sealed', 'text', (c) => c.notNull())
+        .addPrimaryKeyConstraint('stored_responses_pk', ['tenant_id', 'id'])
+        .execute();
+      await db.schema.createIndex('stored_responses_expires').on('stored_responses').column('expires_at').execute();
+      await db.schema.createIndex('stored_responses_tenant_bytes').on('stored_responses').columns(['tenant_id', 'expires_at', 'bytes']).execute();
+    },
+  },
 };

@@ -113,6 +113,26 @@ export interface GatewayTables {
    * retention (stored-body-bytes.ts).
    */
   stored_body_bytes: { tenant_id: string; day: number; bytes: number };
+  /**
+   * Responses kept for the Responses API (`store: true`, its default;
+   * surfaces/responses/store.ts), one per (tenant, id): `sealed` holds the
+   * turn's input items and the response object as JSON, AES-256-GCM under
+   * GATEWAY_ENCRYPTION_KEY with the associated data `storedResponseAad`
+   * (store.ts), so a row moved to another tenant or id does not open.
+   * `previous_id` chains a conversation (`previous_response_id`), `bytes` is
+   * the sealed text's length (counted in the tenant's storage quota), and
+   * the row is gone for every reader once `expires_at` has passed (the
+   * purge then deletes it).
+   */
+  stored_responses: {
+    tenant_id: string;
+    id: string;
+    previous_id: string | null;
+    created_at: number;
+    expires_at: number;
+    bytes: number;
+    sealed: string;
+  };
 }
 
 export interface UsageRecordRow {

@@ -5,6 +5,7 @@ import { CompactionSettings } from '../settings/compaction.ts';
 import { Limits } from '../settings/limits.ts';
 import { ModelsSettings } from '../settings/models.ts';
 import { PromptCacheSettings } from '../settings/prompt-cache.ts';
+import { ResponsesSettings } from '../settings/responses.ts';
 import { RoutingSettings } from '../settings/routing.ts';
 
 /**
@@ -21,6 +22,7 @@ export const TenantSettings = Type.Object(
     compaction: Type.Optional(CompactionSettings),
     prompt_cache: Type.Optional(PromptCacheSettings),
     limits: Type.Optional(Limits),
+    responses: Type.Optional(ResponsesSettings),
   },
   { additionalProperties: false },
 );
@@ -37,6 +39,7 @@ export const TenantSettingsPatch = Type.Object(
     compaction: orNull(CompactionSettings),
     prompt_cache: orNull(PromptCacheSettings),
     limits: orNull(Limits),
+    responses: orNull(ResponsesSettings),
   },
   { additionalProperties: false },
 );

@@ -16,6 +16,7 @@ import { PROVIDERS } from '../providers/registry.ts';
 import type { DataPlaneRouteDeps } from '../surfaces/routes.ts';
 import type { GatewayDb } from '../schema.ts';
 import { countTokensVia } from '../surfaces/messages/count-tokens.ts';
+import { ResponseStore } from '../surfaces/responses/store.ts';
 import { apiKeyStore } from './api-key-auth.ts';
 import { tenantContexts } from './tenant-context.ts';
 import { TenantConcurrency } from '../pipeline/stages/concurrency.ts';
@@ -109,6 +110,8 @@ export function createDataPlane(options: {
       onUnreadableKey: (tenantId, provider) =>
         log.error({ tenantId, provider }, 'a stored provider key opens with neither GATEWAY_ENCRYPTION_KEY nor GATEWAY_ENCRYPTION_KEY_PREVIOUS; it is ignored'),
     }),
+    // Each response stored takes its bytes from the tenant's quota on this replica (its next load counts them from the database).
+    responses: new ResponseStore({ db, clock, encryptionKeys: [config.encryptionKey, ...config.previousEncryptionKeys], onStored: (tenantId, bytes) => routes.tenants.peek(tenantId)?.storage.use(bytes) }),
     clock,
     bodyLimit: config.bodyLimit,
     countTokens: countTokensVia({ pools, firstByteTimeoutMs: config.upstream.firstByteTimeoutMs, idleTimeoutMs: config.upstream.idleTimeoutMs }),

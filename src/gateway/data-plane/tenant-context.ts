@@ -5,11 +5,12 @@ import type { InvalidationBus } from '../invalidation.ts';
 import { loadProviderKeys } from '../control-plane/provider-keys.ts';
 import { parseTenantSettings, type TenantSettings } from '../control-plane/tenant-settings.ts';
 import type { GatewayDb } from '../schema.ts';
+import { storedResponseBytes } from '../surfaces/responses/store.ts';
 import { storedBodyBytes } from '../usage/stored-body-bytes.ts';
-import { BodyStorage } from './body-storage.ts';
+import { BodyStorage, StorageRoom } from './body-storage.ts';
 import { LoadingCache } from './loading-cache.ts';
 
-/** What a data-plane call needs of its tenant: the provider keys in plaintext and the body-storage setting. */
+/** What a data-plane call needs of its tenant: the provider keys in plaintext, the body-storage setting and the storage quota's room. */
 export interface TenantContext {
   tenantId: string;
   /** By provider id; the base URL parsed and the key's circuits named once, when the tenant is loaded. */
@@ -19,6 +20,8 @@ export interface TenantContext {
   storeBodies: boolean;
   /** Set when storeBodies is: the cap on each body and the room left in the tenant's quota. */
   bodies: BodyStorage | undefined;
+  /** The room left in the tenant's storage quota, which stored bodies and stored responses share. */
+  storage: StorageRoom;
   /** The tenant's pipeline settings as stored (unset fields: the gateway's defaults, applied by each stage). */
   settings: TenantSettings;
 }
@@ -36,7 +39,7 @@ export function tenantContexts(options: {
   /** GATEWAY_ENCRYPTION_KEY, then the keys being retired. */
   encryptionKeys: readonly Buffer[];
   onUnreadableKey: (tenantId: string, provider: string) => void;
-  /** GATEWAY_STORED_BODY_MAX_BYTES, GATEWAY_STORED_BODIES_QUOTA_BYTES, and the retention the quota counts over. */
+  /** GATEWAY_STORED_BODY_MAX_BYTES, GATEWAY_STORED_BODIES_QUOTA_BYTES (bodies and stored responses), and the bodies' retention. */
   storedBodies: { maxBytes: number; quotaBytes: number; retentionMs: number };
   ttlMs?: number;
   maxEntries?: number;
@@ -59,10 +62,12 @@ export function tenantContexts(options: {
       );
       const storeBodies = tenant.store_bodies === 1;
       const limits = options.storedBodies;
-      const bodies = storeBodies
-        ? new BodyStorage(limits.maxBytes, limits.quotaBytes, await storedBodyBytes(options.db, tenantId, options.clock.now(), limits.retentionMs))
-        : undefined;
-      return { tenantId, providerKeys: parsed, keyed: new Set(parsed.keys()), storeBodies, bodies, settings: parseTenantSettings(tenant.settings) };
+      // Whatever store_bodies says now: bodies kept while it was on, and every stored response, fill the same quota.
+      const now = options.clock.now();
+      const stored = (await storedBodyBytes(options.db, tenantId, now, limits.retentionMs)) + (await storedResponseBytes(options.db, tenantId, now));
+      const storage = new StorageRoom(limits.quotaBytes, stored);
+      const bodies = storeBodies ? new BodyStorage(limits.maxBytes, storage) : undefined;
+      return { tenantId, providerKeys: parsed, keyed: new Set(parsed.keys()), storeBodies, bodies, storage, settings: parseTenantSettings(tenant.settings) };
     },
   });
   options.bus.subscribe((message) => {

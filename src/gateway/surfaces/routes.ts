@@ -3,9 +3,13 @@ import { type ApiKeyStore, requireGatewayKey } from '../data-plane/api-key-auth.
 import { chatCompletionsRoutes } from './chat-completions/routes.ts';
 import { type MessagesRouteDeps, messagesRoutes } from './messages/routes.ts';
 import { modelRoutes } from './models.ts';
+import type { ResponseStore } from './responses/store.ts';
+import { storedResponseRoutes } from './responses/stored-routes.ts';
 
 export interface DataPlaneRouteDeps extends MessagesRouteDeps {
   apiKeys: ApiKeyStore;
+  /** The Responses API's stored responses (responses/store.ts). */
+  responses: ResponseStore;
 }
 
 /**
@@ -18,5 +22,6 @@ export async function dataPlaneRoutes(app: App, deps: DataPlaneRouteDeps): Promi
   app.addHook('onRequest', requireGatewayKey(deps.apiKeys));
   await modelRoutes(app, deps);
   await chatCompletionsRoutes(app, deps);
+  await storedResponseRoutes(app, deps);
   await app.register(async (scope: App) => messagesRoutes(scope, deps));
 }

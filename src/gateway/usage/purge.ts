@@ -18,7 +18,9 @@ const DAY = 86_400_000;
  * already. A revoked API key goes as long after its revocation: by then no
  * record names it (the request log lists revoked keys that records name),
  * and a workspace's revoked keys are bounded by their creation rate times
- * the retention.
+ * the retention. A stored response (the Responses API's state,
+ * surfaces/responses/store.ts) goes once its tenant's retention for it has
+ * passed (its `expires_at`; no reader sees it after that).
  */
 export const GATEWAY_PURGE_TARGETS: readonly PurgeTarget<GatewayConfig>[] = [
   { table: 'gateway_sessions', key: 'token_hash', condition: (eb, now) => eb('expires_at', '<', now) },
@@ -27,6 +29,8 @@ export const GATEWAY_PURGE_TARGETS: readonly PurgeTarget<GatewayConfig>[] = [
   { table: 'usage_records', key: 'request_id', condition: (eb, now, config) => eb('created_at', '<', now - config.usage.retentionMs) },
   { table: 'api_keys', condition: (eb, now, config) => eb('revoked_at', '<', now - config.usage.retentionMs) },
   storedBodyBytesPurgeTarget,
+  // expires_at as the key: the condition is on it alone (every row of a chosen time meets it), and its index finds them.
+  { table: 'stored_responses', key: 'expires_at', condition: (eb, now) => eb('expires_at', '<', now) },
   ...[...ROLLUPS, ...LATENCY_ROLLUPS].map(({ table, grain }) => ({
     table,
     // The hour (or day) as the key: the condition is on it alone, so every row of a chosen hour meets it.
