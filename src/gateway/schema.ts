@@ -191,11 +191,13 @@ export interface UsageRecordRow {
   request_body: string | null;
   response_body: string | null;
   /**
-   * Null when the token counts are the provider's own. Else, comma-separated:
+   * Null when the token counts are the provider's own and nothing was left out. Else, comma-separated:
    * `clamped` (the provider reported a count that was not a whole number
    * from 0 to 10^9, such as 1e308, -1 or "12": it was clamped), `estimated`
    * (the provider's final usage never came, a stream cut short: the counts
-   * are the gateway's, the completion counted from the deltas relayed).
+   * are the gateway's, the completion counted from the deltas relayed);
+   * `reasoning_dropped` (a Responses call translated for another provider
+   * left out reasoning items that provider cannot take).
    */
   usage_flags: string | null;
   /**

@@ -5,7 +5,8 @@ import type { SurfaceName } from '../surfaces/surface.ts';
 /** What one SSE event of a surface's answer stream is, to the cache and to dedup. */
 export type AnswerEvent =
   | { kind: 'chunk'; data: string }
-  | { kind: 'usage'; data: string }
+  /** `terminal`: the usage chunk also ends the stream (a Responses stream's response.completed); the format's `done` is then empty. */
+  | { kind: 'usage'; data: string; terminal?: boolean }
   | { kind: 'done' }
   | { kind: 'error'; problem: HttpProblem };
 
@@ -45,7 +46,7 @@ export interface AnswerFormat {
 }
 
 /** The names a stored answer's format may have (the in-process store keeps its index in one byte). */
-export const ANSWER_FORMAT_NAMES: readonly SurfaceName[] = ['chat.completions', 'messages'];
+export const ANSWER_FORMAT_NAMES: readonly SurfaceName[] = ['chat.completions', 'messages', 'responses'];
 
 /**
  * The data of one event (`data:` lines joined with LF, as the SSE standard

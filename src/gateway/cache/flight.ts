@@ -207,9 +207,13 @@ export class Flight {
       this.#streamError = event.problem;
     } else if (event.kind === 'usage') {
       this.usageChunk = event.data;
+      if (event.terminal) this.#doneEvent = true;
       for (let i = this.#subs.length - 1; i >= 0; i--) {
         const sub = this.#subs[i]!;
-        if (sub.opened && sub.call.includeUsage) this.#write(sub, this.format.chunkEvent(this.#usageFor(sub)));
+        if (sub.opened && sub.call.includeUsage) {
+          sub.call.usageChunkSent = this.#usageFor(sub);
+          this.#write(sub, this.format.chunkEvent(sub.call.usageChunkSent));
+        }
       }
       return event.kind;
     } else if (!this.#overflowed) {
@@ -285,7 +289,10 @@ export class Flight {
     let backlog = '';
     const format = this.format;
     for (const chunk of this.#chunks) backlog += format.chunkEvent(chunk);
-    if (this.usageChunk !== undefined && sub.call.includeUsage) backlog += format.chunkEvent(this.#usageFor(sub));
+    if (this.usageChunk !== undefined && sub.call.includeUsage) {
+      sub.call.usageChunkSent = this.#usageFor(sub);
+      backlog += format.chunkEvent(sub.call.usageChunkSent);
+    }
     if (this.#errorEvent !== undefined) backlog += this.#errorEvent;
     if (this.#doneEvent) backlog += format.done;
     if (backlog) this.#write(sub, backlog);

@@ -24,7 +24,10 @@ export function sendAnswer(call: Call, answer: AnswerBody, usageCost: number | u
   const { chunks, usageChunk } = answer.chunks ? { chunks: answer.chunks, usageChunk: answer.usageChunk } : format.cut(answer.completion ?? '{}');
   let text = '';
   for (const chunk of chunks) text += format.chunkEvent(chunk);
-  if (call.includeUsage && usageChunk !== undefined) text += format.chunkEvent(format.withCost(usageChunk, usageCost));
+  if (call.includeUsage && usageChunk !== undefined) {
+    call.usageChunkSent = format.withCost(usageChunk, usageCost);
+    text += format.chunkEvent(call.usageChunkSent);
+  }
   text += format.done;
   if (call.tenant.storeBodies) call.storedResponse = text;
   call.openStream();

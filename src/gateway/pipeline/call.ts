@@ -34,7 +34,7 @@ export interface Attempt {
 /** What a call's answer fills in, as it stands before any answer (a new call, or dedup's own upstream call). */
 export function unanswered(): Pick<
   Call,
-  'usage' | 'costUsd' | 'modelUsed' | 'upstreamMs' | 'overheadMs' | 'result' | 'storedResponse' | 'streamOpened' | 'status' | 'errorCode'
+  'usage' | 'costUsd' | 'modelUsed' | 'upstreamMs' | 'overheadMs' | 'result' | 'storedResponse' | 'usageChunkSent' | 'streamOpened' | 'status' | 'errorCode'
 > {
   return {
     usage: undefined,
@@ -44,6 +44,7 @@ export function unanswered(): Pick<
     overheadMs: undefined,
     result: undefined,
     storedResponse: undefined,
+    usageChunkSent: undefined,
     streamOpened: false,
     status: 200,
     errorCode: undefined,
@@ -175,6 +176,12 @@ export interface Call {
   result: string | undefined;
   /** The answer as sent (streams: the SSE text), kept only when the tenant stores bodies. */
   storedResponse: string | undefined;
+  /**
+   * A reused answer's usage chunk as this call's stream was sent it (a cache
+   * hit, a dedup follower): a Responses stream's carries the whole response,
+   * which the surface stores (surfaces/responses/).
+   */
+  usageChunkSent: string | undefined;
   /** True once the stream's headers were written: errors can then only travel inside the stream. */
   streamOpened: boolean;
   status: number;

@@ -47,6 +47,8 @@ export async function serveCall(
     reply.headers(headerObject(gatewayHeaders(call)));
     throw err;
   }
+  const finished = input.surface.finish?.(call);
+  if (finished) await finished;
   if (call.streamOpened) return reply;
   const durable = deps.durable();
   if (durable) await durable;

@@ -3,7 +3,7 @@ import type { Call, CallTarget } from '../pipeline/call.ts';
 import type { PromptCachePlan, ProviderAdapter } from '../providers/types.ts';
 
 /** The inbound APIs the gateway serves, as usage records name them. */
-export type SurfaceName = 'chat.completions' | 'messages';
+export type SurfaceName = 'chat.completions' | 'messages' | 'responses';
 
 /**
  * An inbound surface: one front door of the data plane, as a provider
@@ -41,6 +41,10 @@ export interface Surface {
   promptCachePlan?(plan: PromptCachePlan): PromptCachePlan | undefined;
   /** Its answers as the response cache and dedup store, share and replay them (cache/answer-formats.ts). */
   readonly answers: AnswerFormat;
+  /** Flags the usage record adds to its own (`usage_flags`, comma-separated): what this call's translation changed, e.g. `reasoning_dropped`. */
+  flags?(): string | undefined;
+  /** Runs once the pipeline answered the call, before a complete answer is written (Responses: stores the response). */
+  finish?(call: Call): Promise<void> | void;
   /** The adapter one attempt at `target` goes through (it may add reply headers to `call`: what a translation left out). */
   adapter(target: CallTarget, call: Call): ProviderAdapter;
 }

@@ -70,7 +70,7 @@ function usageRow(call: Call): UsageRecordRow {
     created_at: call.receivedAt,
     request_body: bodies.request_body,
     response_body: bodies.response_body,
-    usage_flags: usage === undefined ? null : usageFlags(usage, call.costUsd),
+    usage_flags: withSurfaceFlags(usage === undefined ? null : usageFlags(usage, call.costUsd), call.surface.flags?.()),
     body_storage: bodies.body_storage,
     surface: call.surface.name,
   };
@@ -81,6 +81,11 @@ export function usageFlags(usage: TokenUsage, cost: number | undefined): string 
   const clamped = usage.clamped === true || (cost !== undefined && cost >= MAX_CALL_USD);
   if (usage.estimated) return clamped ? 'clamped,estimated' : 'estimated';
   return clamped ? 'clamped' : null;
+}
+
+function withSurfaceFlags(flags: string | null, surface: string | undefined): string | null {
+  if (surface === undefined) return flags;
+  return flags === null ? surface : `${flags},${surface}`;
 }
 
 const round2 = (ms: number) => Math.round(ms * 100) / 100;

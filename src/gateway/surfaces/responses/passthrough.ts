@@ -1,0 +1,172 @@
+import type { HttpProblem } from '../../../platform/errors.ts';
+import { upstreamInvalid } from '../../openai-errors.ts';
+import { isObject, type JsonObject, parseObject } from '../../providers/json.ts';
+import { openAiErrorFields } from '../../providers/openai-compatible/errors.ts';
+import { RelayedStream } from '../../providers/relayed-stream.ts';
+import { sseEvent } from '../../providers/sse.ts';
+import type { ChatResult, ProviderAdapter, TokenUsage } from '../../providers/types.ts';
+import { upstreamHttpError } from '../../providers/upstream-errors.ts';
+import { joinPath } from '../../providers/upstream-path.ts';
+import { responsesUsage } from './usage.ts';
+
+/**
+ * What the client asked that the stateless upstream call does not say: the
+ * gateway keeps the state, so OpenAI is sent `store: false` and the whole
+ * input, and the response objects the client gets say what the client
+ * asked for (`store`, `previous_response_id`) rather than what was sent.
+ */
+export interface ResponseEcho {
+  /** Undefined: the client sent the request upstream as it was (its own `store: false`): nothing is rewritten. */
+  store: boolean | undefined;
+  previousResponseId: string | null;
+}
+
+/** The terminal events of a Responses stream that carry the whole response (usage included). */
+const FINAL = new Set(['response.completed', 'response.incomplete']);
+/** Events carrying the response object whose echo is rewritten. */
+const WITH_RESPONSE = new Set(['response.created', 'response.in_progress', 'response.queued', 'response.completed', 'response.incomplete', 'response.failed']);
+
+/**
+ * Responses to OpenAI: `body` is what goes upstream (the client's request,
+ * or, with state kept by the gateway, its expansion: see surface.ts), with
+ * only `model` set to the target's id (in its place) and the prompt-cache
+ * plan's key as `prompt_cache_key` when the client set none. The answer is
+ * OpenAI's: a response relayed as its bytes unless its echo is rewritten, a
+ * stream relayed event by event (ResponsesRelay); `onResponse` is handed the
+ * complete response object (what the gateway stores).
+ */
+export function responsesPassthrough(
+  provider: string,
+  body: JsonObject,
+  echo: ResponseEcho,
+  base: ProviderAdapter,
+  onResponse: (response: JsonObject) => void,
+): ProviderAdapter {
+  // One serialization per model and key: a retry or a fallback to the same model sends the same bytes.
+  let sent: { model: string; key: string | undefined; text: string } | undefined;
+  return {
+    modelsRequest: (ctx) => base.modelsRequest(ctx),
+    chatRequest(_stagesForm, ctx) {
+      const key = body['prompt_cache_key'] === undefined ? ctx.promptCache?.key : undefined;
+      if (sent?.model !== ctx.model || sent.key !== key) {
+        const out: JsonObject = body['model'] === ctx.model ? { ...body } : { ...body, model: ctx.model };
+        if (key !== undefined) out['prompt_cache_key'] = key;
+        sent = { model: ctx.model, key, text: JSON.stringify(out) };
+      }
+      return {
+        path: joinPath(ctx.baseUrl, '/responses'),
+        headers: { authorization: `Bearer ${ctx.apiKey}`, 'content-type': 'application/json' },
+        body: sent.text,
+      };
+    },
+    chatResponse(_status, answer): ChatResult {
+      const text = answer.toString('utf8');
+      const parsed = parseObject(text);
+      if (parsed === undefined || parsed['object'] !== 'response') throw upstreamInvalid(provider);
+      const model = parsed['model'];
+      const rewritten = rewriteEcho(parsed, echo);
+      onResponse(parsed);
+      return { body: rewritten ? JSON.stringify(parsed) : text, usage: responsesUsage(parsed['usage']), model: typeof model === 'string' ? model : undefined };
+    },
+    chatStream: (_ctx, options) => new ResponsesRelay(provider, echo, options.cost, onResponse),
+    upstreamError: (status, answer, headers) => base.upstreamError(status, answer, headers),
+  };
+}
+
+/** Sets the response's `store` and `previous_response_id` to what the client asked; true when that changed it. */
+export function rewriteEcho(response: JsonObject, echo: ResponseEcho): boolean {
+  if (echo.store === undefined) return false;
+  let changed = false;
+  if (response['store'] !== echo.store) {
+    response['store'] = echo.store;
+    changed = true;
+  }
+  if ((response['previous_response_id'] ?? null) !== echo.previousResponseId) {
+    response['previous_response_id'] = echo.previousResponseId;
+    changed = true;
+  }
+  return changed;
+}
+
+/** The `error` event a Responses stream ends with when it fails (Streaming events, "error"). */
+export function responsesErrorEvent(problem: HttpProblem, sequenceNumber: number): string {
+  const data = { type: 'error', code: problem.code, message: problem.message, param: problem.param ?? null, sequence_number: sequenceNumber };
+  return sseEvent(JSON.stringify(data), 'error');
+}
+
+/**
+ * An OpenAI Responses stream relayed event by event: every event's name and
+ * data as they came (deltas of every kind, reasoning and its summaries,
+ * built-in tools' progress, event types that do not exist yet), except the
+ * events that carry the response object, whose echo is rewritten
+ * (rewriteEcho) and whose final usage gets the gateway's `cost`, as Chat
+ * Completions' usage chunk does. Read for usage and the model. An upstream
+ * `error` or `response.failed` is relayed as it came and ends the stream; a
+ * failure of the gateway's own ends it with an `error` event numbered after
+ * the last one relayed.
+ */
+export class ResponsesRelay extends RelayedStream {
+  readonly #echo: ResponseEcho;
+  readonly #cost: (usage: TokenUsage) => number | undefined;
+  readonly #onResponse: (response: JsonObject) => void;
+  #lastSequence = -1;
+  #started = false;
+
+  constructor(provider: string, echo: ResponseEcho, cost: (usage: TokenUsage) => number | undefined, onResponse: (response: JsonObject) => void) {
+    super(provider);
+    this.#echo = echo;
+    this.#cost = cost;
+    this.#onResponse = onResponse;
+  }
+
+  protected readonly onEvent = (event: string, data: string): void => {
+    if (this.finished || data === '') return;
+    const parsed = parseObject(data);
+    const type = parsed?.['type'];
+    if (parsed === undefined || typeof type !== 'string') {
+      this.stop(upstreamInvalid(this.provider));
+      return;
+    }
+    const sequence = parsed['sequence_number'];
+    if (typeof sequence === 'number') this.#lastSequence = sequence;
+    if (type === 'error') {
+      this.stop(upstreamHttpError(this.provider, 502, openAiErrorFields({ error: parsed }), {}), sseEvent(data, event === 'message' ? 'error' : event));
+      return;
+    }
+    const response = WITH_RESPONSE.has(type) && isObject(parsed['response']) ? parsed['response'] : undefined;
+    if (response === undefined) {
+      this.out += sseEvent(data, type);
+      if (type.endsWith('.delta')) this.generated(parsed['delta']);
+      return;
+    }
+    if (typeof response['model'] === 'string') this.reportedModel = response['model'];
+    let rewritten = rewriteEcho(response, this.#echo);
+    if (type === 'response.failed') {
+      const error = isObject(response['error']) ? response['error'] : {};
+      this.stop(upstreamHttpError(this.provider, 502, openAiErrorFields({ error }), {}), sseEvent(rewritten ? JSON.stringify(parsed) : data, type));
+      return;
+    }
+    if (type === 'response.created') this.#started = true;
+    if (FINAL.has(type)) {
+      if (!this.#started) {
+        this.stop(upstreamInvalid(this.provider));
+        return;
+      }
+      const usage = responsesUsage(response['usage']);
+      this.reportedUsage = usage;
+      this.usageFinal = usage !== undefined;
+      const cost = usage === undefined ? undefined : this.#cost(usage);
+      if (cost !== undefined && isObject(response['usage'])) {
+        response['usage']['cost'] = cost;
+        rewritten = true;
+      }
+      this.finished = true;
+      this.#onResponse(response);
+    }
+    this.out += sseEvent(rewritten ? JSON.stringify(parsed) : data, type);
+  };
+
+  protected override errorText(error: HttpProblem): string {
+    return responsesErrorEvent(error, this.#lastSequence + 1);
+  }
+}
