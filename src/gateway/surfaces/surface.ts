@@ -37,6 +37,12 @@ export interface Surface {
    * Absent: the stages' form is what is sent.
    */
   compacted?(sent: { messages: readonly unknown[]; origin: readonly number[] }): { messages: unknown[]; origin: number[] };
+  /**
+   * A session the request itself names, for prompt caching when the client
+   * sent no session header: a Responses chain's first response id, so that
+   * every turn of a conversation sends one prompt_cache_key.
+   */
+  readonly promptCacheSession?: string | undefined;
   /** The prompt-cache plan narrowed to the breakpoints the surface will place in its own request (absent: all of them). */
   promptCachePlan?(plan: PromptCachePlan): PromptCachePlan | undefined;
   /** Its answers as the response cache and dedup store, share and replay them (cache/answer-formats.ts). */

@@ -144,6 +144,61 @@ describe('the Responses surface through the openai SDK', () => {
     );
   });
 
+  test('reasoning carries across turns to OpenAI untouched, and is dropped (and recorded) for a provider that cannot take it', async () => {
+    const u = await gw.tenant();
+    const set = await gw.api('/api/v1/tenant', { method: 'PATCH', token: u.session, body: { settings: { routing: { fallbacks: { 'openai/gpt-5': ['anthropic/claude-haiku-4-5'] } } } } });
+    assert.equal(set.status, 200, JSON.stringify(set.body));
+    gw.fake.setBehaviour({ thinking: 'Think about herons.' });
+    try {
+      const first = await u.openai.responses.create({ model: 'gpt-5', input: 'a bird?', reasoning: { summary: 'auto' } });
+      const reasoning = first.output.find((item) => item.type === 'reasoning');
+      assert.ok(reasoning && typeof reasoning.encrypted_content === 'string', 'the gateway asked for encrypted reasoning on its own');
+      // The fake refuses (400 invalid_encrypted_content) a reasoning item that comes back changed.
+      const second = await u.openai.responses.create({ model: 'gpt-5', previous_response_id: first.id, input: 'which one?', reasoning: { summary: 'auto' } });
+      assert.equal(second.status, 'completed');
+      const sentItems = last().body['input'] as { type?: string; encrypted_content?: string }[];
+      assert.equal(sentItems.find((item) => item.type === 'reasoning')?.encrypted_content, reasoning.encrypted_content);
+      gw.fake.setBehaviourFor({ apiKey: u.providerKeys['openai']! }, { fault: '500' });
+      const { data: third, response } = await u.openai.responses.create({ model: 'gpt-5', previous_response_id: second.id, input: 'and now?' }).withResponse();
+      gw.fake.setBehaviourFor({ apiKey: u.providerKeys['openai']! }, undefined);
+      assert.equal(third.status, 'completed');
+      assert.equal(response.headers.get('x-gateway-provider'), 'anthropic');
+      assert.equal(response.headers.get('x-gateway-reasoning-dropped'), '2', "both of OpenAI's reasoning items");
+      const row = await usageRecord(gw, response.headers.get('x-gateway-request-id')!);
+      assert.match(row.usage_flags ?? '', /reasoning_dropped/);
+    } finally {
+      gw.fake.setBehaviour({ thinking: undefined });
+    }
+  });
+
+  test('a chain sends one prompt_cache_key, from its first response, on every later turn; the client\'s own is kept', async () => {
+    const first = await t.openai.responses.create({ model: 'gpt-4o-mini', input: 'start' });
+    const second = await t.openai.responses.create({ model: 'gpt-4o-mini', previous_response_id: first.id, input: 'go on' });
+    const key = last().body['prompt_cache_key'];
+    assert.match(String(key), /^gw-[A-Za-z0-9_-]{32}$/);
+    assert.ok(!String(key).includes(first.id), 'no id reaches the provider');
+    await t.openai.responses.create({ model: 'gpt-4o-mini', previous_response_id: second.id, input: 'and on' });
+    assert.equal(last().body['prompt_cache_key'], key, 'the same key on the third turn');
+    const other = await t.openai.responses.create({ model: 'gpt-4o-mini', input: 'another conversation' });
+    await t.openai.responses.create({ model: 'gpt-4o-mini', previous_response_id: other.id, input: 'go on' });
+    assert.notEqual(last().body['prompt_cache_key'], key, 'another chain, another key');
+    await t.openai.responses.create({ model: 'gpt-4o-mini', previous_response_id: second.id, input: 'mine', prompt_cache_key: 'client-key' });
+    assert.equal(last().body['prompt_cache_key'], 'client-key');
+  });
+
+  test('structured output: text.format to OpenAI as sent; translated to response_format for another provider', async () => {
+    const u = await gw.tenant({ providers: ['openai', 'groq'] });
+    const format = { type: 'json_schema', name: 'city', schema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'], additionalProperties: false }, strict: true } as const;
+    const r = await u.openai.responses.create({ model: 'gpt-4o-mini', input: 'a city', text: { format } });
+    assert.deepEqual((last().body['text'] as { format: unknown }).format, format);
+    assert.deepEqual((r.text?.format as unknown as { name: string }).name, 'city', 'the response echoes the format');
+    const g = await u.openai.responses.create({ model: 'groq/llama-3.3-70b-versatile', input: 'a city', text: { format } });
+    assert.equal(last().url, '/v1/chat/completions');
+    assert.deepEqual(last().body['response_format'], { type: 'json_schema', json_schema: { name: 'city', schema: format.schema, strict: true } });
+    assert.equal(g.object, 'response');
+    assert.equal((g.text?.format as unknown as { name: string }).name, 'city');
+  });
+
   test('store: false keeps nothing and goes upstream as the client sent it', async () => {
     const body = { model: 'gpt-4o-mini', input: 'ephemeral', store: false, client_metadata: { originator: 'test' }, prompt_cache_key: 'mine' };
     const r = await t.openai.responses.create(body as OpenAI.Responses.ResponseCreateParamsNonStreaming);
@@ -253,6 +308,25 @@ describe('the Responses surface and the response cache', () => {
     assert.equal(whole.data.object, 'response');
     assert.match(whole.data.output_text, /cache me please/);
     assert.equal(gw.fake.calls.count - before, 1, 'one upstream call in all');
+  });
+
+  test('dedup: two identical concurrent streams make one upstream call; both clients get the whole event sequence', async () => {
+    gw.fake.setBehaviour({ chunkDelayMs: 30 }, { requests: 1 });
+    const post = async () => {
+      const res = await fetch(`${gw.url}/v1/responses`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${t.apiKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'gpt-4o-mini', input: 'share this answer', store: false, stream: true }),
+      });
+      return { cache: res.headers.get('x-gateway-cache'), text: await res.text() };
+    };
+    const before = gw.fake.calls.count;
+    const [a, b] = await Promise.all([post(), post()]);
+    assert.equal(gw.fake.calls.count - before, 1);
+    assert.deepEqual([a.cache, b.cache].sort(), ['dedup', 'miss']);
+    const strip = (text: string) => text.replace(/"cost":[0-9.e-]+/g, '"cost":0');
+    assert.equal(strip(a.text), strip(b.text));
+    assert.match(a.text, /event: response\.completed\n/);
   });
 
   test('a chain turn answered from the cache is still stored: the next turn finds it', async () => {

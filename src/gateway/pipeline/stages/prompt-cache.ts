@@ -12,7 +12,8 @@ const MAX_KEPT_KEYS = 10_000;
  * Provider prompt caching: the gateway marks where a request's stable
  * prefix ends so the provider caches it, and counts what that saved.
  * 1. Whether: X-Gateway-Prompt-Cache (on, off), else the tenant's
- *    prompt_cache.enabled for calls with X-Gateway-Session-Id (mode.ts).
+ *    prompt_cache.enabled for calls with X-Gateway-Session-Id (mode.ts), or
+ *    a session the surface knows (Surface.promptCacheSession).
  * 2. The plan, decided once on the OpenAI-shaped request (prompt-cache/plan.ts):
  *    Anthropic breakpoints, only when a target speaks Anthropic's format and
  *    only on prefixes that reach its minimum; the prompt_cache_key, only
@@ -35,11 +36,12 @@ export function promptCacheStage(): Stage {
       keys = new Map();
       keysOf.set(call.tenant, keys);
     }
-    const session = call.sessionId ?? '';
+    const named = sessionOf(call);
+    const session = named ?? '';
     let key = keys.get(session);
     if (key === undefined) {
       if (keys.size >= MAX_KEPT_KEYS) keys.clear();
-      key = promptCacheKey(call.tenant.tenantId, call.sessionId);
+      key = promptCacheKey(call.tenant.tenantId, named);
       keys.set(session, key);
     }
     return key;
@@ -47,7 +49,7 @@ export function promptCacheStage(): Stage {
   // Not an async function: a call without prompt caching (no session, or turned off) goes on with no promise of its own.
   return function placePromptCache(call, next) {
     try {
-      if (!call.surface.stages.promptCache || !promptCacheWanted(call.headers, call.tenant.settings.prompt_cache, call.sessionId)) return next();
+      if (!call.surface.stages.promptCache || !promptCacheWanted(call.headers, call.tenant.settings.prompt_cache, sessionOf(call))) return next();
       const targets = call.targets.length > 0 ? call.targets : call.target ? [call.target] : [];
       const takesKey = targets.some((t) => t.provider.promptCacheKey !== undefined) && call.body['prompt_cache_key'] === undefined;
       const plan = planPromptCache({
@@ -63,6 +65,11 @@ export function promptCacheStage(): Stage {
     }
     return next();
   };
+}
+
+/** The session prompt caching keys on: the client's, else one its surface knows (a Responses chain's first response). */
+function sessionOf(call: Call): string | undefined {
+  return call.sessionId ?? call.surface.promptCacheSession;
 }
 
 /** The smallest minimum among the targets that take breakpoints (Anthropic's format); undefined: none does. */

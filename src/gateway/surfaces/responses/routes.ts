@@ -61,7 +61,6 @@ export async function responsesRoutes(app: App, deps: ResponsesRouteDeps): Promi
       const form = decodeResponses(sent, STAGES_FORM);
       const retentionMs = responseRetentionMs(tenant.settings);
       const surface = responsesSurface({
-        tenantId: tenant.tenantId,
         client,
         sent,
         echo: { store: sent === client ? undefined : store, previousResponseId: previousId ?? null },

@@ -1,7 +1,6 @@
 import type { Call, CallTarget } from '../../pipeline/call.ts';
 import { isObject, type JsonObject, parseObject } from '../../providers/json.ts';
 import type { ChatResult, ChatStream, ProviderAdapter } from '../../providers/types.ts';
-import { promptCacheKey } from '../../prompt-cache/cache-key.ts';
 import type { Surface } from '../surface.ts';
 import { RESPONSES_ANSWERS } from './answer-format.ts';
 import type { ResponseContext } from './from-chat.ts';
@@ -23,7 +22,6 @@ const ANTHROPIC_WEB_SEARCH = { type: 'web_search_20250305', name: 'web_search' }
 
 /** What the route decided for one Responses call (routes.ts). */
 export interface ResponsesCall {
-  tenantId: string;
   /** The client's request as it came (what stored bodies keep, what response objects echo). */
   client: JsonObject;
   /**
@@ -75,11 +73,8 @@ export function responsesSurface(rc: ResponsesCall): Surface {
     stages: { compaction: false, promptCache: true, cache: true },
     answers: RESPONSES_ANSWERS,
     sent: () => rc.sent,
-    promptCachePlan(plan) {
-      // The chain's first response names the conversation: every turn of it sends the same key, wherever it goes.
-      if (rc.chainFirstId === undefined || plan.key === undefined) return plan;
-      return { ...plan, key: promptCacheKey(rc.tenantId, `response:${rc.chainFirstId}`) };
-    },
+    // The chain's first response names the conversation: every later turn sends the same prompt_cache_key, wherever it goes.
+    promptCacheSession: rc.chainFirstId === undefined ? undefined : `response:${rc.chainFirstId}`,
     flags: () => (reasoningDropped ? 'reasoning_dropped' : undefined),
     finish(call: Call) {
       if (response !== undefined || call.status !== 200) return;
