@@ -63,6 +63,7 @@ export async function responsesRoutes(app: App, deps: ResponsesRouteDeps): Promi
       const surface = responsesSurface({
         client,
         sent,
+        form: { messages: form.chat.messages, groups: form.groups },
         echo: { store: sent === client ? undefined : store, previousResponseId: previousId ?? null },
         responseId: `resp_${request.id.replaceAll('-', '')}`,
         createdAt: Math.floor(deps.clock.now() / 1000),

@@ -3,6 +3,7 @@ import { isObject, type JsonObject, parseObject } from '../../providers/json.ts'
 import type { ChatResult, ChatStream, ProviderAdapter } from '../../providers/types.ts';
 import type { Surface } from '../surface.ts';
 import { RESPONSES_ANSWERS } from './answer-format.ts';
+import { writeBack } from './compacted.ts';
 import type { ResponseContext } from './from-chat.ts';
 import { responseFromChat } from './from-chat.ts';
 import { type ResponseEcho, responsesPassthrough } from './passthrough.ts';
@@ -32,6 +33,8 @@ export interface ResponsesCall {
    * and every translation read.
    */
   sent: JsonObject;
+  /** The stages' form of `sent` (its messages) and, for each message, the items it was made from (to-chat.ts). */
+  form: { messages: readonly unknown[]; groups: readonly (readonly number[])[] };
   echo: ResponseEcho;
   /** The gateway's id for a response it synthesizes (translated answers; OpenAI's answers keep OpenAI's). */
   responseId: string;
@@ -56,12 +59,15 @@ export interface ResponsesCall {
  * made are dropped there, said in X-Gateway-Reasoning-Dropped and in the
  * usage record's flags.
  *
- * Compaction is not applied to this surface yet (stages.compaction false):
- * what is counted is what is sent.
+ * What compaction changes in the stages' form is written back into the
+ * items (compacted.ts): both ways then send the compacted request, and what
+ * cannot be carried is undone, so what is counted is what is sent.
  */
 export function responsesSurface(rc: ResponsesCall): Surface {
   let response: JsonObject | undefined;
   let reasoningDropped = false;
+  // What is sent: the route's request, until compaction changes it.
+  let sent = rc.sent;
   const answered = (r: JsonObject) => {
     if (response !== undefined) return;
     response = r;
@@ -70,9 +76,14 @@ export function responsesSurface(rc: ResponsesCall): Surface {
   return {
     name: 'responses',
     request: rc.client,
-    stages: { compaction: false, promptCache: true, cache: true },
+    stages: { compaction: true, promptCache: true, cache: true },
     answers: RESPONSES_ANSWERS,
-    sent: () => rc.sent,
+    sent: () => sent,
+    compacted(change) {
+      const written = writeBack(sent, rc.form.groups, rc.form.messages, change.messages, change.origin);
+      sent = written.body;
+      return { messages: written.messages, origin: written.origin };
+    },
     // The chain's first response names the conversation: every later turn sends the same prompt_cache_key, wherever it goes.
     promptCacheSession: rc.chainFirstId === undefined ? undefined : `response:${rc.chainFirstId}`,
     flags: () => (reasoningDropped ? 'reasoning_dropped' : undefined),
@@ -83,9 +94,9 @@ export function responsesSurface(rc: ResponsesCall): Surface {
       if (reused !== undefined) answered(reused);
     },
     adapter(target: CallTarget, call: Call): ProviderAdapter {
-      if (target.provider.id === 'openai') return responsesPassthrough(target.provider.name, rc.sent, rc.echo, target.adapter, answered);
+      if (target.provider.id === 'openai') return responsesPassthrough(target.provider.name, sent, rc.echo, target.adapter, answered);
       const ctx: ResponseContext = { id: rc.responseId, createdAt: rc.createdAt, model: String(rc.client['model']), request: rc.client, provider: target.provider.name };
-      return translatedAdapter(target, rc.sent, call, ctx, answered, () => {
+      return translatedAdapter(target, sent, call, ctx, answered, () => {
         reasoningDropped = true;
       });
     },

@@ -8,6 +8,14 @@ export interface DecodedInput {
   messages: JsonObject[];
   /** Reasoning items left out. */
   droppedReasoning: number;
+  /**
+   * For each message, the input items it was made from, by index, in order
+   * (-1: `instructions`; a string input is item 0): items left out
+   * (reasoning, web search history) belong to the assistant turn they sit
+   * in, else to the message after them; what follows the last message
+   * belongs to it. What compaction's changes are written back into (compacted.ts).
+   */
+  groups: number[][];
 }
 
 /**
@@ -46,30 +54,34 @@ export function decodeInput(instructions: unknown, input: unknown, problems: Fir
   const conversation = new Conversation();
   let droppedReasoning = 0;
   if (typeof instructions === 'string') {
-    if (instructions !== '') conversation.push({ role: 'system', content: instructions });
+    if (instructions !== '') conversation.push({ role: 'system', content: instructions }, -1);
   } else if (instructions !== undefined && instructions !== null) problems.invalid('instructions', 'instructions must be a string.');
 
-  if (typeof input === 'string') conversation.push({ role: 'user', content: input });
+  if (typeof input === 'string') conversation.push({ role: 'user', content: input }, 0);
   else if (Array.isArray(input)) {
     for (let i = 0; i < input.length; i++) {
       const item = input[i];
       const param = `input[${i}]`;
       const type = isObject(item) ? (item['type'] ?? (item['role'] !== undefined ? 'message' : undefined)) : undefined;
       if (!isObject(item) || typeof type !== 'string') problems.invalid(param, `${param} must be an input item object with a type (or a message with a role).`);
-      else if (type === 'message') messageItem(item, param, problems, conversation);
+      else if (type === 'message') messageItem(item, i, param, problems, conversation);
       else if (type === 'function_call') {
         const call = functionCall(item, param, problems);
-        if (call !== undefined) conversation.assistantCall(call);
-      } else if (type === 'function_call_output') functionCallOutput(item, param, problems, conversation);
-      else if (type === 'reasoning') droppedReasoning++;
-      else if (type === 'web_search_call') {
+        if (call !== undefined) conversation.assistantCall(call, i);
+      } else if (type === 'function_call_output') functionCallOutput(item, i, param, problems, conversation);
+      else if (type === 'reasoning') {
+        droppedReasoning++;
+        conversation.leftOut(i);
+      } else if (type === 'web_search_call') {
         // History of OpenAI's own search: the answer that used it follows as a message.
+        conversation.leftOut(i);
       } else if (type === 'item_reference') {
         problems.unsupported(param, `${param}: items of type "item_reference" ${NOT_CARRIED}; send the item itself.`);
       } else problems.unsupported(param, `${param}: items of type ${describe(type)} ${NOT_CARRIED}.`);
     }
   } else if (input !== undefined && input !== null) problems.invalid('input', 'input must be a string or an array of input items.');
-  return { messages: conversation.end(), droppedReasoning };
+  const messages = conversation.end();
+  return { messages, droppedReasoning, groups: conversation.groups };
 }
 
 /**
@@ -79,25 +91,39 @@ export function decodeInput(instructions: unknown, input: unknown, problems: Fir
  */
 class Conversation {
   readonly #messages: JsonObject[] = [];
+  /** Each message's items (DecodedInput.groups). */
+  readonly groups: number[][] = [];
   #texts: string[] = [];
   #calls: JsonObject[] = [];
+  /** The open assistant turn's items, those left out inside it included. */
+  #turn: number[] = [];
   #media: JsonObject[] = [];
+  /** Items left out since the last message, waiting for the message they belong to. */
+  #waiting: number[] = [];
 
-  /** A user, system or tool message. */
-  push(message: JsonObject): void {
+  /** A user, system or tool message, made from item `item`. */
+  push(message: JsonObject, item: number): void {
     this.#closeAssistant();
     if (message['role'] !== 'tool') this.#flushMedia();
-    this.#messages.push(message);
+    this.#add(message, [...this.#take(), item]);
   }
 
-  assistantText(text: string): void {
+  assistantText(text: string, item: number): void {
     this.#flushMedia();
     if (text !== '') this.#texts.push(text);
+    this.#turn.push(...this.#take(), item);
   }
 
-  assistantCall(call: JsonObject): void {
+  assistantCall(call: JsonObject, item: number): void {
     this.#flushMedia();
     this.#calls.push(call);
+    this.#turn.push(...this.#take(), item);
+  }
+
+  /** An item carried in no message (reasoning, web search history). */
+  leftOut(item: number): void {
+    if (this.#turn.length > 0) this.#turn.push(item);
+    else this.#waiting.push(item);
   }
 
   /** Images of a tool output, sent after the tool messages. */
@@ -108,38 +134,59 @@ class Conversation {
   end(): JsonObject[] {
     this.#closeAssistant();
     this.#flushMedia();
+    const last = this.groups.at(-1);
+    if (last !== undefined) last.push(...this.#take());
     return this.#messages;
   }
 
+  #add(message: JsonObject, items: number[]): void {
+    this.#messages.push(message);
+    this.groups.push(items);
+  }
+
+  #take(): number[] {
+    const waiting = this.#waiting;
+    if (waiting.length > 0) this.#waiting = [];
+    return waiting;
+  }
+
   #closeAssistant(): void {
-    if (this.#texts.length === 0 && this.#calls.length === 0) return;
+    if (this.#turn.length === 0) return;
+    const items = this.#turn;
+    this.#turn = [];
+    if (this.#texts.length === 0 && this.#calls.length === 0) {
+      // Only items left out (an assistant message with no text): they wait for the next message.
+      this.#waiting.push(...items);
+      return;
+    }
     const texts = this.#texts;
     const content = texts.length === 0 ? null : texts.length === 1 ? texts[0] : texts.map((text) => ({ type: 'text', text }));
     const message: JsonObject = { role: 'assistant', content };
     if (this.#calls.length > 0) message['tool_calls'] = this.#calls;
-    this.#messages.push(message);
+    this.#add(message, items);
     this.#texts = [];
     this.#calls = [];
   }
 
   #flushMedia(): void {
     if (this.#media.length === 0) return;
-    this.#messages.push({ role: 'user', content: this.#media });
+    // Images of the tool outputs before it: their items are the tool messages'.
+    this.#add({ role: 'user', content: this.#media }, []);
     this.#media = [];
   }
 }
 
-function messageItem(item: JsonObject, param: string, problems: FirstProblem, conversation: Conversation): void {
+function messageItem(item: JsonObject, index: number, param: string, problems: FirstProblem, conversation: Conversation): void {
   const role = item['role'];
   const content = item['content'];
   if (role === 'assistant') {
     if (typeof content === 'string') {
-      conversation.assistantText(content);
+      conversation.assistantText(content, index);
       return;
     }
     let text = '';
     for (const part of contentParts(content, param, problems, 'assistant')) text += part['text'] as string;
-    conversation.assistantText(text);
+    conversation.assistantText(text, index);
     return;
   }
   if (role !== 'user' && role !== 'system' && role !== 'developer') {
@@ -148,11 +195,11 @@ function messageItem(item: JsonObject, param: string, problems: FirstProblem, co
   }
   const chatRole = role === 'user' ? 'user' : 'system';
   if (typeof content === 'string') {
-    conversation.push({ role: chatRole, content });
+    conversation.push({ role: chatRole, content }, index);
     return;
   }
   const parts = contentParts(content, param, problems, role === 'user' ? 'user' : 'system');
-  conversation.push({ role: chatRole, content: parts.length === 1 && parts[0]!['type'] === 'text' ? parts[0]!['text'] : parts });
+  conversation.push({ role: chatRole, content: parts.length === 1 && parts[0]!['type'] === 'text' ? parts[0]!['text'] : parts }, index);
 }
 
 /** A message's parts as Chat content parts; `where` says which parts the message may hold (only a user message takes images). */
@@ -219,7 +266,7 @@ function functionCall(item: JsonObject, param: string, problems: FirstProblem): 
   return { id, type: 'function', function: { name: chatToolName(name, typeof namespace === 'string' ? namespace : undefined), arguments: args } };
 }
 
-function functionCallOutput(item: JsonObject, param: string, problems: FirstProblem, conversation: Conversation): void {
+function functionCallOutput(item: JsonObject, index: number, param: string, problems: FirstProblem, conversation: Conversation): void {
   const id = item['call_id'];
   if (typeof id !== 'string') problems.invalid(`${param}.call_id`, `${param}.call_id must be a string.`);
   const output = item['output'];
@@ -235,5 +282,5 @@ function functionCallOutput(item: JsonObject, param: string, problems: FirstProb
     }
     content = texts.length === 1 ? texts[0]!['text'] : texts.length === 0 ? '' : texts;
   } else problems.invalid(`${param}.output`, `${param}.output must be a string or an array of content parts.`);
-  conversation.push({ role: 'tool', tool_call_id: typeof id === 'string' ? id : '', content });
+  conversation.push({ role: 'tool', tool_call_id: typeof id === 'string' ? id : '', content }, index);
 }

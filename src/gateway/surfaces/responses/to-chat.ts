@@ -35,6 +35,8 @@ export interface DecodedResponses {
   uncarried: HttpProblem | undefined;
   /** Chat name -> Responses name of each namespaced function (tool-names.ts): the ResponseContext's `toolNames`. */
   toolNames: ReadonlyMap<string, ResponsesToolName>;
+  /** For each message of `chat`, the input items it was made from (to-chat-items.ts DecodedInput.groups). */
+  groups: number[][];
 }
 
 /**
@@ -101,6 +103,7 @@ export function decodeResponses(body: JsonObject, options: ResponsesToChatOption
     droppedReasoning: input.droppedReasoning,
     uncarried: problems.first,
     toolNames: tools.toolNames,
+    groups: input.groups,
   };
 }
 
