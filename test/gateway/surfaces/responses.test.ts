@@ -260,6 +260,31 @@ describe('the Responses surface through the openai SDK', () => {
     );
   });
 
+  test('a stream that fails mid-way: OpenAI\'s error and response.failed reach the client, the SDK raises, nothing is stored', async () => {
+    const raw = async () => {
+      const res = await fetch(`${gw.url}/v1/responses`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${t.apiKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'gpt-4o-mini', input: 'fail midway', stream: true }),
+      });
+      return res.text();
+    };
+    gw.fake.setBehaviour({ fault: 'stream-error', faultAfterChunks: 2, chunkDelayMs: 5 }, { requests: 1 });
+    const relayed = await raw();
+    assert.match(relayed, /event: error\n[^]*event: response\.failed\n/);
+    assert.doesNotMatch(relayed, /response\.completed/);
+    gw.fake.setBehaviour({ fault: 'drop', faultAfterChunks: 2, chunkDelayMs: 5 }, { requests: 1 });
+    const cut = await raw();
+    const events = [...cut.matchAll(/^event: (.+)$/gm)].map((m) => m[1]);
+    assert.deepEqual(events.slice(-2), ['error', 'response.failed'], 'the gateway ends a broken stream as OpenAI would');
+    const failed = JSON.parse(cut.trim().split('\n').at(-1)!.slice(6)) as { sequence_number: number; response: { id: string; status: string } };
+    assert.equal(failed.response.status, 'failed');
+    await assert.rejects(t.openai.responses.retrieve(failed.response.id), (err: unknown) => err instanceof OpenAI.NotFoundError);
+    gw.fake.setBehaviour({ fault: 'stream-error', faultAfterChunks: 1, chunkDelayMs: 5 }, { requests: 1 });
+    // OpenAI's own error event, relayed as it came (the SDK raises its data as it is).
+    await assert.rejects(t.openai.responses.stream({ model: 'gpt-4o-mini', input: 'fail for the sdk' }).finalResponse(), (err: unknown) => (err as { code?: string }).code === 'server_error');
+  });
+
   test('errors in OpenAI\'s shape: unknown model, unknown previous response, a malformed body', async () => {
     await assert.rejects(t.openai.responses.create({ model: 'nope/nothing', input: 'x' }), (err: unknown) => err instanceof OpenAI.APIError && err.status === 404);
     await assert.rejects(

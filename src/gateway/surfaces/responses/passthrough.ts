@@ -1,3 +1,4 @@
+import { openaiErrorBody } from '../../../platform/error-format.ts';
 import type { HttpProblem } from '../../../platform/errors.ts';
 import { upstreamInvalid } from '../../openai-errors.ts';
 import { isObject, type JsonObject, parseObject } from '../../providers/json.ts';
@@ -88,10 +89,26 @@ export function rewriteEcho(response: JsonObject, echo: ResponseEcho): boolean {
   return changed;
 }
 
-/** The `error` event a Responses stream ends with when it fails (Streaming events, "error"). */
-export function responsesErrorEvent(problem: HttpProblem, sequenceNumber: number): string {
-  const data = { type: 'error', code: problem.code, message: problem.message, param: problem.param ?? null, sequence_number: sequenceNumber };
-  return sseEvent(JSON.stringify(data), 'error');
+/**
+ * The events a Responses stream ends with when the gateway fails it: an
+ * `error` event (Streaming events, "error": code, message, param, and the
+ * same as an `error` object, which the openai SDKs raise as an APIError),
+ * then, when the response is known, `response.failed` with its `error`
+ * (what Codex reads), numbered from `sequenceNumber` (events.ts writes the
+ * same for a translated stream).
+ */
+export function responsesErrorEvent(problem: HttpProblem, sequenceNumber: number, response?: JsonObject): string {
+  const error = openaiErrorBody(problem).error;
+  const data = { type: 'error', code: error.code, message: error.message, param: error.param, error, sequence_number: sequenceNumber };
+  const text = sseEvent(JSON.stringify(data), 'error');
+  return response === undefined ? text : text + failedEvent(problem, sequenceNumber + 1, response);
+}
+
+/** `response.failed` for `response`, with the problem as its `error`. */
+function failedEvent(problem: HttpProblem, sequenceNumber: number, response: JsonObject): string {
+  const error = openaiErrorBody(problem).error;
+  const failed = { ...response, status: 'failed', error: { code: error.code, message: error.message } };
+  return sseEvent(JSON.stringify({ type: 'response.failed', response: failed, sequence_number: sequenceNumber }), 'response.failed');
 }
 
 /**
@@ -101,16 +118,20 @@ export function responsesErrorEvent(problem: HttpProblem, sequenceNumber: number
  * events that carry the response object, whose echo is rewritten
  * (rewriteEcho) and whose final usage gets the gateway's `cost`, as Chat
  * Completions' usage chunk does. Read for usage and the model. An upstream
- * `error` or `response.failed` is relayed as it came and ends the stream; a
- * failure of the gateway's own ends it with an `error` event numbered after
- * the last one relayed.
+ * `error` event is relayed as it came, and the `response.failed` after it
+ * ends the stream (written by the gateway when the upstream ends without
+ * one); a failure of the gateway's own ends it with an `error` event and
+ * `response.failed`, numbered after the last event relayed.
  */
 export class ResponsesRelay extends RelayedStream {
   readonly #echo: ResponseEcho;
   readonly #cost: (usage: TokenUsage) => number | undefined;
   readonly #onResponse: (response: JsonObject) => void;
   #lastSequence = -1;
-  #started = false;
+  /** The response as response.created (or in_progress) gave it: what response.failed says failed. */
+  #response: JsonObject | undefined;
+  /** An upstream `error` event relayed, waiting for its response.failed. */
+  #upstreamError: HttpProblem | undefined;
 
   constructor(provider: string, echo: ResponseEcho, cost: (usage: TokenUsage) => number | undefined, onResponse: (response: JsonObject) => void) {
     super(provider);
@@ -130,7 +151,9 @@ export class ResponsesRelay extends RelayedStream {
     const sequence = parsed['sequence_number'];
     if (typeof sequence === 'number') this.#lastSequence = sequence;
     if (type === 'error') {
-      this.stop(upstreamHttpError(this.provider, 502, openAiErrorFields({ error: parsed }), {}), sseEvent(data, event === 'message' ? 'error' : event));
+      const inner = isObject(parsed['error']) ? parsed['error'] : parsed;
+      this.#upstreamError ??= upstreamHttpError(this.provider, 502, openAiErrorFields({ error: inner }), {});
+      this.out += sseEvent(data, 'error');
       return;
     }
     const response = WITH_RESPONSE.has(type) && isObject(parsed['response']) ? parsed['response'] : undefined;
@@ -143,12 +166,13 @@ export class ResponsesRelay extends RelayedStream {
     let rewritten = rewriteEcho(response, this.#echo);
     if (type === 'response.failed') {
       const error = isObject(response['error']) ? response['error'] : {};
-      this.stop(upstreamHttpError(this.provider, 502, openAiErrorFields({ error }), {}), sseEvent(rewritten ? JSON.stringify(parsed) : data, type));
+      const problem = this.#upstreamError ?? upstreamHttpError(this.provider, 502, openAiErrorFields({ error }), {});
+      this.stop(problem, sseEvent(rewritten ? JSON.stringify(parsed) : data, type));
       return;
     }
-    if (type === 'response.created') this.#started = true;
+    if (type === 'response.created' || type === 'response.in_progress') this.#response = response;
     if (FINAL.has(type)) {
-      if (!this.#started) {
+      if (this.#response === undefined) {
         this.stop(upstreamInvalid(this.provider));
         return;
       }
@@ -166,7 +190,24 @@ export class ResponsesRelay extends RelayedStream {
     this.out += sseEvent(rewritten ? JSON.stringify(parsed) : data, type);
   };
 
+  override end(): string {
+    // The upstream's error event came, its response.failed did not: the gateway writes the one it would have sent.
+    const upstream = this.#upstreamError;
+    if (!this.finished && upstream !== undefined) {
+      try {
+        this.parser.end(this.onEvent);
+      } catch {
+        // An event over the bound: the stream ends with the upstream's error all the same.
+      }
+    }
+    if (!this.finished && upstream !== undefined) {
+      const ended = this.#response === undefined ? '' : failedEvent(upstream, this.#lastSequence + 1, this.#response);
+      this.stop(upstream, ended);
+    }
+    return super.end();
+  }
+
   protected override errorText(error: HttpProblem): string {
-    return responsesErrorEvent(error, this.#lastSequence + 1);
+    return responsesErrorEvent(error, this.#lastSequence + 1, this.#response);
   }
 }
