@@ -3,7 +3,7 @@ import type { Call, CallTarget } from '../pipeline/call.ts';
 import type { PromptCachePlan, ProviderAdapter } from '../providers/types.ts';
 
 /** The inbound APIs the gateway serves, as usage records name them. */
-export type SurfaceName = 'chat.completions' | 'messages';
+export type SurfaceName = 'chat.completions' | 'messages' | 'embeddings';
 
 /**
  * An inbound surface: one front door of the data plane, as a provider

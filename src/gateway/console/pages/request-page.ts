@@ -29,6 +29,7 @@ const CACHE: Record<string, string> = {
   dedup: 'Dedup: an identical call was in flight; this one was answered with its answer, and only that one was paid for.',
   miss: 'Miss: looked up and not found; the provider answered (and a complete answer was stored for the next identical call).',
   bypass: 'Bypass: the cache was not used (X-Gateway-No-Cache, the cache turned off for this workspace, or a call that never reached it).',
+  partial: 'Partial: an embeddings call whose inputs were answered in part from the cache; only the others were sent to the provider and paid for.',
 };
 
 /**
