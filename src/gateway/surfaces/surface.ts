@@ -41,6 +41,12 @@ export interface Surface {
   promptCachePlan?(plan: PromptCachePlan): PromptCachePlan | undefined;
   /** Its answers as the response cache and dedup store, share and replay them (cache/answer-formats.ts). */
   readonly answers: AnswerFormat;
+  /**
+   * The complete answer as bytes, when the surface makes it so instead of
+   * `call.result` (embeddings: half a megabyte of vectors costs less as one
+   * Buffer than as one string); absent or undefined: `call.result`.
+   */
+  answerBody?(): Buffer | undefined;
   /** The adapter one attempt at `target` goes through (it may add reply headers to `call`: what a translation left out). */
   adapter(target: CallTarget, call: Call): ProviderAdapter;
 }

@@ -7,7 +7,7 @@ import { costUsd } from '../../catalog/cost.ts';
 import type { Call, CallTarget, Stage } from '../../pipeline/call.ts';
 import type { TokenUsage } from '../../providers/types.ts';
 import { EmbeddingsSurface } from './surface.ts';
-import { answerText } from './vectors.ts';
+import { answerBytes } from './vectors.ts';
 
 /**
  * The format of an input's key. Bump it whenever what goes into a key, or
@@ -135,11 +135,15 @@ function reused(call: Call, count: number, of: number): void {
   call.replyHeaders.push('x-gateway-inputs-cached', `${count}/${of}`);
 }
 
-/** The client's answer, and the gateway's time so far (the reassembly is its own work, not the provider's). */
+/**
+ * The client's answer, kept by the surface as bytes (serve-call.ts sends
+ * them; `call.result` stays unset), and the gateway's time so far (the
+ * reassembly is its own work, not the provider's).
+ */
 function answer(call: Call, surface: EmbeddingsSurface, vectors: readonly string[], promptTokens: number): void {
   const model = call.modelUsed ?? call.target?.model ?? surface.embeddings.model;
-  call.result = answerText(vectors, surface.embeddings.encoding, model, promptTokens);
-  if (call.tenant.storeBodies) call.storedResponse = call.result;
+  surface.answered = answerBytes(vectors, surface.embeddings.encoding, model, promptTokens);
+  if (call.tenant.storeBodies) call.storedResponse = surface.answered.toString('utf8');
   call.overheadMs = performance.now() - call.startedAt - call.upstreamMs;
 }
 

@@ -51,6 +51,8 @@ export class EmbeddingsSurface implements Surface {
   sending: readonly number[] | undefined = undefined;
   /** Once the provider answered: its vectors as base64, one per input sent, in the order sent. */
   received: string[] | undefined = undefined;
+  /** The client's answer, once made (input-cache.ts): what serve-call.ts sends, in place of `call.result`. */
+  answered: Buffer | undefined = undefined;
 
   constructor(embeddings: EmbeddingsRequest) {
     this.embeddings = embeddings;
@@ -59,6 +61,10 @@ export class EmbeddingsSurface implements Surface {
   /** What stored bodies keep: the client's own request. */
   get request(): JsonObject {
     return this.embeddings.body;
+  }
+
+  answerBody(): Buffer | undefined {
+    return this.answered;
   }
 
   adapter(target: CallTarget): ProviderAdapter {

@@ -10,9 +10,6 @@
 /** Whether this machine's float32 byte order is little-endian (typed arrays use the machine's; every platform Node ships on but s390x). */
 const LITTLE_ENDIAN = new Uint8Array(new Float32Array([1]).buffer)[3] === 0x3f;
 
-/** Base64 text, padding only at the end. Anchored and without nested repetition: one linear pass, whatever the text. */
-const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
-
 /** A vector's float32 values from its base64 (little-endian bytes). */
 export function floatsOf(base64: string): Float32Array {
   const bytes = Buffer.from(base64, 'base64');
@@ -33,15 +30,16 @@ export function base64Of(floats: Float32Array): string {
 
 /**
  * An upstream answer's `embedding` as base64: the base64 it was asked for,
- * checked to be whole float32 values, or a float array (a server that
- * ignored `encoding_format`), narrowed to float32 as OpenAI's own vectors
- * are. Undefined for anything else (an empty vector included).
+ * checked to be canonical base64 of whole float32 values (decoded and
+ * encoded again, the same text: both native and linear, about ten times
+ * faster here than a pattern over the text), or a float array (a server
+ * that ignored `encoding_format`), narrowed to float32 as OpenAI's own
+ * vectors are. Undefined for anything else (an empty vector included).
  */
 export function upstreamVector(value: unknown): string | undefined {
   if (typeof value === 'string') {
-    if (value.length === 0 || value.length % 4 !== 0 || !BASE64.test(value)) return undefined;
-    const padding = value.endsWith('==') ? 2 : value.endsWith('=') ? 1 : 0;
-    return ((value.length / 4) * 3 - padding) % 4 === 0 ? value : undefined;
+    const bytes = Buffer.from(value, 'base64');
+    return bytes.length > 0 && bytes.length % 4 === 0 && bytes.toString('base64') === value ? value : undefined;
   }
   if (!Array.isArray(value) || value.length === 0) return undefined;
   const floats = new Float32Array(value.length);
@@ -73,14 +71,25 @@ export function floatText(base64: string): string {
 /**
  * OpenAI's embeddings answer (`{object: "list", data, model, usage}`), each
  * vector in the form the client asked for, `index` its place in the
- * client's `input`. Written as text: base64 is JSON-safe as it is, and the
- * float text is made once, straight into the answer.
+ * client's `input`, written straight into one Buffer: 64 vectors of 1536
+ * dimensions are half a megabyte, and made into one string first (to be
+ * measured, then encoded again on the socket) they cost the main thread
+ * about 4 ms more per call here than these copies do. Every part but the
+ * model's name is ASCII (base64, digits, JSON punctuation).
  */
-export function answerText(vectors: readonly string[], encoding: 'float' | 'base64', model: string, promptTokens: number): string {
-  let text = '{"object":"list","data":[';
+export function answerBytes(vectors: readonly string[], encoding: 'float' | 'base64', model: string, promptTokens: number): Buffer {
+  const head = '{"object":"list","data":[';
+  const tail = `],"model":${JSON.stringify(model)},"usage":{"prompt_tokens":${promptTokens},"total_tokens":${promptTokens}}}`;
+  const items = new Array<string>(vectors.length);
+  let size = head.length + Buffer.byteLength(tail);
   for (let i = 0; i < vectors.length; i++) {
     const vector = encoding === 'base64' ? `"${vectors[i]}"` : floatText(vectors[i]!);
-    text += `${i === 0 ? '' : ','}{"object":"embedding","index":${i},"embedding":${vector}}`;
+    items[i] = `${i === 0 ? '' : ','}{"object":"embedding","index":${i},"embedding":${vector}}`;
+    size += items[i]!.length;
   }
-  return `${text}],"model":${JSON.stringify(model)},"usage":{"prompt_tokens":${promptTokens},"total_tokens":${promptTokens}}}`;
+  const bytes = Buffer.allocUnsafe(size);
+  let at = bytes.write(head, 0, 'latin1');
+  for (const item of items) at += bytes.write(item, at, 'latin1');
+  bytes.write(tail, at, 'utf8');
+  return bytes;
 }
