@@ -11,7 +11,7 @@ export interface EmbeddingsRequest {
   body: JsonObject;
   model: string;
   inputs: readonly EmbeddingInput[];
-  /** Every input is a text. Token arrays are passed through, never cached: their vectors depend on a tokenizer the gateway does not know. */
+  /** Every input is a text. A request of token arrays is passed through as sent, uncached (the cache keys texts; docs/gateway-cache.md). */
   texts: boolean;
   /** What the client asked its vectors in (OpenAI's default: float); the cache and the upstream call use base64 whatever it asked. */
   encoding: 'float' | 'base64';
