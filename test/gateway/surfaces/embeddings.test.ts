@@ -383,6 +383,21 @@ describe('POST /v1/embeddings: models, limits and refusals', () => {
     assert.deepEqual([row.model_requested, row.model_used], ['embedder', `openai/${MODEL}`]);
   });
 
+  test('a workspace that stores bodies keeps the client\'s request and the answer it got; the console shows the saving', async () => {
+    const r = await gw.api('/api/v1/tenant', { method: 'PATCH', token: t.session, body: { store_bodies: true } });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    await t.openai.embeddings.create({ model: MODEL, input: 'kept before' });
+    const { data, response } = await t.openai.embeddings.create({ model: MODEL, input: ['kept before', 'kept now'], encoding_format: 'float' }).withResponse();
+    const id = response.headers.get('x-gateway-request-id')!;
+    await usageRecord(gw, id);
+    const one = await gw.api(`/api/v1/tenant/requests/${id}`, { token: t.session });
+    assert.equal(one.body.body_storage, 'stored');
+    assert.deepEqual(JSON.parse(one.body.request_body), { model: MODEL, input: ['kept before', 'kept now'], encoding_format: 'float' });
+    assert.deepEqual(JSON.parse(one.body.response_body), data);
+    const page = await fetch(`${gw.url}/requests/${encodeURIComponent(id)}`, { headers: { cookie: `gw_console=${t.session}` } });
+    assert.match(await page.text(), /Partial: an embeddings call[\s\S]*what the inputs answered from the cache cost/);
+  });
+
   test('/v1/models lists the embedding models of the keyed providers with their prices; Anthropic\'s list does not', async () => {
     const list = await t.openai.models.list();
     const ids = list.data.map((m) => m.id);
