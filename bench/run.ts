@@ -7,6 +7,7 @@ import { gatewayComparison } from './benchmarks/gateway.ts';
 import { gatewayBeforeAfter } from './benchmarks/gateway-before-after.ts';
 import { gatewayBreakdown } from './benchmarks/gateway-breakdown.ts';
 import { gatewayCache } from './benchmarks/gateway-cache.ts';
+import { embeddingsBenchmark } from './benchmarks/gateway-embeddings.ts';
 import { hostileBenchmark } from './benchmarks/gateway-hostile.ts';
 import { compactionBenchmark } from './benchmarks/gateway-compaction.ts';
 import { routingBenchmark } from './benchmarks/gateway-routing.ts';
@@ -49,14 +50,17 @@ import type { AuthInfo } from './servers/auth-info.ts';
  * longest event-loop stall per input: bench/benchmarks/gateway-hostile.ts).
  * `messages` (/v1/messages against /v1/chat/completions to the same fake
  * Anthropic model, streamed and not, beside the fake and the Node floor:
- * bench/benchmarks/gateway-messages.ts) has its own section and table; a run
- * of parts keeps each section's markdown in last-run.json (`sections`).
+ * bench/benchmarks/gateway-messages.ts) has its own section and table, and so
+ * has `embeddings` (64 inputs through the gateway with 0 %, 50 % and 100 % of
+ * them cached, against the fake called directly:
+ * bench/benchmarks/gateway-embeddings.ts); a run of parts keeps each
+ * section's markdown in last-run.json (`sections`).
  */
-const PARTS = ['login', 'me', 'oauth', 'gateway', 'breakdown', 'before-after', 'cache', 'compaction', 'routing', 'savings', 'console', 'hostile', 'messages'] as const;
+const PARTS = ['login', 'me', 'oauth', 'gateway', 'breakdown', 'before-after', 'cache', 'compaction', 'routing', 'savings', 'console', 'hostile', 'messages', 'embeddings'] as const;
 type Part = (typeof PARTS)[number];
 const WHOLE: readonly Part[] = PARTS;
 /** Parts that need no account-service servers. */
-const GATEWAY_ONLY: ReadonlySet<Part> = new Set(['breakdown', 'before-after', 'cache', 'compaction', 'routing', 'savings', 'console', 'hostile', 'messages']);
+const GATEWAY_ONLY: ReadonlySet<Part> = new Set(['breakdown', 'before-after', 'cache', 'compaction', 'routing', 'savings', 'console', 'hostile', 'messages', 'embeddings']);
 const asked = process.argv.slice(2);
 for (const a of asked) {
   if (!(PARTS as readonly string[]).includes(a)) {
@@ -83,6 +87,8 @@ const PART_LIMIT_MS: Partial<Record<Part, number>> = {
   hostile: 300_000,
   // Three runs of two loads over ten lanes: about 260 s each here.
   messages: 1_200_000,
+  // Three runs of four lanes: about 60 s each here.
+  embeddings: 400_000,
 };
 const TIME_LIMIT_MS = (authParts ? 175_000 : 0) + [...parts].reduce((sum, p) => sum + (PART_LIMIT_MS[p] ?? 0), 0);
 
@@ -102,8 +108,9 @@ async function main(servers: ChildServer<unknown>[], dataDir: string) {
   const consolePages = parts.has('console') ? await consoleBenchmark() : undefined;
   const hostile = parts.has('hostile') ? await hostileBenchmark() : undefined;
   const messages = parts.has('messages') ? await messagesBenchmark() : undefined;
-  const results = [auth, gateway, breakdown, beforeAfter, cache, compaction, routing, savings, consolePages, hostile, messages];
-  const sections: Section[] = [consolePages?.section, messages?.section].filter((s) => s !== undefined);
+  const embeddings = parts.has('embeddings') ? await embeddingsBenchmark() : undefined;
+  const results = [auth, gateway, breakdown, beforeAfter, cache, compaction, routing, savings, consolePages, hostile, messages, embeddings];
+  const sections: Section[] = [consolePages?.section, messages?.section, embeddings?.section].filter((s) => s !== undefined);
   return {
     rows: results.flatMap((r) => r?.rows ?? []),
     details: results.flatMap((r) => r?.details ?? []),

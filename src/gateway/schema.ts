@@ -206,7 +206,7 @@ export interface UsageRecordRow {
    * cut at GATEWAY_STORED_BODY_MAX_BYTES); `quota_full` or `not_sent` (none kept).
    */
   body_storage: string | null;
-  /** The inbound API the call came through: `chat.completions` or `messages` (surfaces/); every record before migration 0012 is `chat.completions`. */
+  /** The inbound API the call came through: `chat.completions`, `messages` or `embeddings` (surfaces/); every record before migration 0012 is `chat.completions`. */
   surface: string;
 }
 

@@ -45,8 +45,11 @@ export interface AnswerFormat {
   withCost(usageChunk: string, cost: number | undefined): string;
 }
 
-/** The names a stored answer's format may have (the in-process store keeps its index in one byte). */
-export const ANSWER_FORMAT_NAMES: readonly SurfaceName[] = ['chat.completions', 'messages', 'responses'];
+/**
+ * The names a stored answer's format may have (the in-process store keeps its
+ * index in one byte); an `embeddings` entry is one input's vector (surfaces/embeddings/).
+ */
+export const ANSWER_FORMAT_NAMES: readonly SurfaceName[] = ['chat.completions', 'messages', 'responses', 'embeddings'];
 
 /**
  * The data of one event (`data:` lines joined with LF, as the SSE standard

@@ -1,5 +1,5 @@
 import { findProvider, type ProviderInfo } from '../providers/registry.ts';
-import { type CatalogModel, MODELS } from './models.ts';
+import { type CatalogModel, EMBEDDING_MODELS, MODELS } from './models.ts';
 
 /** A model as a call addresses it: the provider, the provider's own id, and the catalog entry when there is one. */
 export interface ResolvedModel {
@@ -15,13 +15,28 @@ export type Resolution =
   | { ok: false; reason: 'unknown' | 'ambiguous'; candidates: string[] }
   | { ok: false; reason: 'no_key'; provider: string };
 
-const byKey = new Map(MODELS.map((m) => [`${m.provider}/${m.id}`, m]));
-const byId = new Map<string, CatalogModel[]>();
-for (const model of MODELS) byId.set(model.id, [...(byId.get(model.id) ?? []), model]);
+/** A catalog's entries by `provider/model` and by bare id, made once per list (MODELS, EMBEDDING_MODELS, a test's own). */
+interface CatalogIndex {
+  byKey: ReadonlyMap<string, CatalogModel>;
+  byId: ReadonlyMap<string, readonly CatalogModel[]>;
+}
+
+const indexes = new WeakMap<readonly CatalogModel[], CatalogIndex>();
+
+function indexOf(catalog: readonly CatalogModel[]): CatalogIndex {
+  let index = indexes.get(catalog);
+  if (index === undefined) {
+    const byId = new Map<string, CatalogModel[]>();
+    for (const model of catalog) byId.set(model.id, [...(byId.get(model.id) ?? []), model]);
+    index = { byKey: new Map(catalog.map((m) => [`${m.provider}/${m.id}`, m])), byId };
+    indexes.set(catalog, index);
+  }
+  return index;
+}
 
 /** The catalog entry of `provider/model`, if listed. */
 export function catalogEntry(provider: string, model: string): CatalogModel | undefined {
-  return byKey.get(`${provider}/${model}`);
+  return indexOf(MODELS).byKey.get(`${provider}/${model}`);
 }
 
 /**
@@ -78,7 +93,7 @@ function dateless(model: string): string | undefined {
  *    than the catalog: Claude Code sends its own default as it is).
  */
 export function resolveModel(requested: string, keyed: ReadonlySet<string>, catalog: readonly CatalogModel[] = MODELS): Resolution {
-  const entries = catalog === MODELS ? byKey : new Map(catalog.map((m) => [`${m.provider}/${m.id}`, m]));
+  const { byKey: entries, byId } = indexOf(catalog);
   const slash = requested.indexOf('/');
   if (slash > 0) {
     const provider = findProvider(requested.slice(0, slash));
@@ -89,7 +104,7 @@ export function resolveModel(requested: string, keyed: ReadonlySet<string>, cata
       return { ok: true, resolved: { provider, model, entry } };
     }
   }
-  const listed = catalog === MODELS ? (byId.get(requested) ?? []) : catalog.filter((m) => m.id === requested);
+  const listed = byId.get(requested) ?? [];
   const usable = listed.filter((m) => keyed.has(m.provider));
   if (usable.length === 1) {
     const entry = usable[0]!;
@@ -107,4 +122,9 @@ export function resolveModel(requested: string, keyed: ReadonlySet<string>, cata
 /** The catalog models of the keyed providers, as GET /v1/models lists them. */
 export function listedModels(keyed: ReadonlySet<string>): CatalogModel[] {
   return MODELS.filter((m) => keyed.has(m.provider));
+}
+
+/** The embedding models of the keyed providers (GET /v1/models lists them after the chat models). */
+export function listedEmbeddingModels(keyed: ReadonlySet<string>): CatalogModel[] {
+  return EMBEDDING_MODELS.filter((m) => keyed.has(m.provider));
 }

@@ -38,7 +38,7 @@ export interface CatalogModel {
 export type Tier = 1 | 2 | 3;
 export const TIERS: readonly Tier[] = [1, 2, 3];
 
-export const CATALOG_VERSION = '2026-11-23';
+export const CATALOG_VERSION = '2026-12-02';
 
 const m = (
   provider: string,
@@ -84,4 +84,22 @@ export const MODELS: readonly CatalogModel[] = [
   m('xai', 'grok-3-mini', 131_072, { input: 0.3, cachedInput: 0.075, output: 0.5 }, '2026-06-21', standardText),
   m('openrouter', 'openai/gpt-4o-mini', 128_000, { input: 0.15, cachedInput: 0.075, output: 0.6 }, '2026-06-21', light, 16_384),
   m('openrouter', 'anthropic/claude-sonnet-4.5', 200_000, { input: 3, cachedInput: 0.3, cacheWrite: 3.75, output: 15 }, '2026-06-21', frontier),
+];
+
+/**
+ * Embedding models (POST /v1/embeddings), a list apart from MODELS so that
+ * routing, which reads MODELS alone (tiers, `auto`, fallbacks, context
+ * windows), never sees one, and no chat call is routed to one. Priced per
+ * million input tokens, output 0 (an embedding has no output tokens);
+ * `contextWindow` is the most tokens one input may have. `tier` and
+ * `vision` are not read for these (routing never sees them).
+ */
+const embedding = (provider: string, id: string, maxInputTokens: number, input: number, pricesRead: string): CatalogModel =>
+  m(provider, id, maxInputTokens, { input, cachedInput: input, output: 0 }, pricesRead, lightText);
+
+export const EMBEDDING_MODELS: readonly CatalogModel[] = [
+  embedding('openai', 'text-embedding-3-small', 8191, 0.02, '2026-12-02'),
+  embedding('openai', 'text-embedding-3-large', 8191, 0.13, '2026-12-02'),
+  embedding('openai', 'text-embedding-ada-002', 8191, 0.1, '2026-12-02'),
+  embedding('mistral', 'mistral-embed', 8192, 0.1, '2026-12-02'),
 ];

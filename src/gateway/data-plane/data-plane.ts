@@ -79,7 +79,7 @@ export function createDataPlane(options: {
   const concurrency = new TenantConcurrency(config.tenantConcurrency);
   const budgets = createBudgetLedger({ db, redis: options.redis, clock, log, reservationTtlMs: config.budgets.reservationTtlMs });
   const cache = new ResponseCache({ config, clock, log, redis: options.redis });
-  const run = buildPipeline({
+  const pipelines = buildPipeline({
     usage,
     metrics,
     adapters: buildAdapters(PROVIDERS, { anthropicDefaultMaxTokens: config.anthropicDefaultMaxTokens }),
@@ -115,7 +115,8 @@ export function createDataPlane(options: {
     clock,
     bodyLimit: config.bodyLimit,
     countTokens: countTokensVia({ pools, firstByteTimeoutMs: config.upstream.firstByteTimeoutMs, idleTimeoutMs: config.upstream.idleTimeoutMs }),
-    run,
+    run: pipelines.chat,
+    runEmbeddings: pipelines.embeddings,
     durable: () => usage.durable(),
   };
   return {

@@ -11,7 +11,8 @@ import type { CircuitKeys } from '../routing/circuit-breaker.ts';
 import type { RouteModel } from '../routing/policy.ts';
 import type { Surface } from '../surfaces/surface.ts';
 
-export type CacheStatus = 'miss' | 'hit' | 'dedup' | 'bypass';
+/** `partial`: an embeddings call answered in part from the cache, the rest upstream (surfaces/embeddings/input-cache.ts). */
+export type CacheStatus = 'miss' | 'hit' | 'dedup' | 'bypass' | 'partial';
 
 /** What each stage saved on this call, in USD (the usage record keeps each; their sum is X-Gateway-Cost-Saved). */
 export interface Savings {

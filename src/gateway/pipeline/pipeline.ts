@@ -10,6 +10,7 @@ import type { GatewayMetrics } from '../metrics.ts';
 import type { ProviderAdapter } from '../providers/types.ts';
 import { CircuitBreakers } from '../routing/circuit-breaker.ts';
 import { stickyRoutes } from '../routing/sticky-routes.ts';
+import { embeddingsPipeline } from '../surfaces/embeddings/pipeline.ts';
 import { type Call, compose } from './call.ts';
 import { budgetStages } from './stages/budgets.ts';
 import { cacheStage } from './stages/cache.ts';
@@ -66,8 +67,11 @@ export interface PipelineDeps {
  *    the provider's own caching saved, apart;
  * 10. upstream: the provider call through its adapter, streamed or not,
  *    with retries and fallbacks along the targets.
+ * Embeddings calls pass the stages of these that apply to them, the same
+ * ones (one usage writer, ledger, set of circuits), with a model stage and
+ * a cache of their own (surfaces/embeddings/pipeline.ts).
  */
-export function buildPipeline(deps: PipelineDeps): (call: Call) => Promise<void> {
+export function buildPipeline(deps: PipelineDeps): { chat: (call: Call) => Promise<void>; embeddings: (call: Call) => Promise<void> } {
   const { routing } = deps.config;
   const breakers = new CircuitBreakers({
     failures: routing.breakerFailures,
@@ -80,9 +84,12 @@ export function buildPipeline(deps: PipelineDeps): (call: Call) => Promise<void>
   deps.metrics.watchCircuits(breakers);
   const route = routingStages({ adapters: deps.adapters, config: routing, sticky: stickyRoutes(deps.redis, deps.clock, { sessions: routing.stickySessions, perTenant: routing.stickySessionsPerTenant }), log: deps.log });
   const budgets = budgetStages({ ledger: deps.budgets, clock: deps.clock, defaultOutputTokens: deps.config.budgets.defaultOutputTokens, registry: deps.registry });
-  return compose([
-    usageStage(deps.usage, deps.metrics),
-    deps.concurrency.stage(),
+  const usage = usageStage(deps.usage, deps.metrics);
+  const concurrency = deps.concurrency.stage();
+  const upstream = upstreamStage(deps.upstream, { config: routing, breakers, clock: deps.clock });
+  const chat = compose([
+    usage,
+    concurrency,
     route.check,
     budgets.requests,
     compactionStage(deps.config.compactDefault),
@@ -92,6 +99,11 @@ export function buildPipeline(deps: PipelineDeps): (call: Call) => Promise<void>
     dedupStage(deps.cache),
     promptCacheStage(),
     savingsStage(),
-    upstreamStage(deps.upstream, { config: routing, breakers, clock: deps.clock }),
+    upstream,
   ]);
+  const embeddings = embeddingsPipeline(
+    { usage, concurrency, requests: budgets.requests, spending: budgets.spending, upstream },
+    { adapters: deps.adapters, cache: deps.cache, clock: deps.clock },
+  );
+  return { chat, embeddings };
 }

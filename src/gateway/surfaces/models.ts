@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import { HttpProblem } from '../../platform/errors.ts';
 import type { App } from '../../platform/http.ts';
-import { listedModels } from '../catalog/catalog.ts';
+import { listedEmbeddingModels, listedModels } from '../catalog/catalog.ts';
 import type { CatalogModel } from '../catalog/models.ts';
 import { autoModelListing } from '../routing/auto-model.ts';
 import { type ServeDeps, tenantOf } from './serve-call.ts';
@@ -55,7 +55,8 @@ const modelNotListed = (id: string) =>
 /**
  * GET /v1/models and /v1/models/{id}: OpenAI's list shape, or Anthropic's
  * (with its `limit`, `after_id` and `before_id` paging) when the request
- * carries `anthropic-version`, as every Anthropic client does.
+ * carries `anthropic-version`, as every Anthropic client does. Embedding
+ * models are in OpenAI's shape only: Anthropic's clients list models to chat with.
  */
 export async function modelRoutes(app: App, deps: Pick<ServeDeps, 'tenants'>): Promise<void> {
   app.get(
@@ -70,7 +71,8 @@ export async function modelRoutes(app: App, deps: Pick<ServeDeps, 'tenants'>): P
       const tenant = await tenantOf(deps, request.principal.tenantId);
       const models = listedModels(tenant.keyed);
       if (request.headers['anthropic-version'] === undefined) {
-        return { object: 'list', data: autoModelListing(models).concat(models.map(openAiModel)) };
+        // The embedding models last: an OpenAI client lists them, an Anthropic one (a chat client) does not.
+        return { object: 'list', data: autoModelListing(models).concat(models.map(openAiModel), listedEmbeddingModels(tenant.keyed).map(openAiModel)) };
       }
       return anthropicPage(models.map(anthropicModel), request.query);
     },
@@ -82,7 +84,9 @@ export async function modelRoutes(app: App, deps: Pick<ServeDeps, 'tenants'>): P
       const tenant = await tenantOf(deps, request.principal.tenantId);
       const { id } = request.params;
       const anthropic = request.headers['anthropic-version'] !== undefined;
-      const found = listedModels(tenant.keyed).find((m) => `${m.provider}/${m.id}` === id || (anthropic && m.provider === 'anthropic' && m.id === id));
+      const found =
+        listedModels(tenant.keyed).find((m) => `${m.provider}/${m.id}` === id || (anthropic && m.provider === 'anthropic' && m.id === id)) ??
+        (anthropic ? undefined : listedEmbeddingModels(tenant.keyed).find((m) => `${m.provider}/${m.id}` === id));
       if (found === undefined) throw modelNotListed(id);
       return anthropic ? anthropicModel(found) : openAiModel(found);
     },

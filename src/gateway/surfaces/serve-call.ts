@@ -66,7 +66,7 @@ export async function serveCall(
  * under benchmark 5's load (bench/instructions.ts: 563k against 610k).
  */
 function answer(request: FastifyRequest, reply: FastifyReply, call: Call): FastifyReply {
-  const body = call.result ?? '';
+  const body = call.surface.answerBody?.() ?? call.result ?? '';
   reply.hijack();
   const headers = gatewayHeaders(call);
   headers.push('content-type', 'application/json; charset=utf-8', 'content-length', String(Buffer.byteLength(body)), 'x-request-id', request.id);

@@ -3,7 +3,7 @@ import type { Call, CallTarget } from '../pipeline/call.ts';
 import type { PromptCachePlan, ProviderAdapter } from '../providers/types.ts';
 
 /** The inbound APIs the gateway serves, as usage records name them. */
-export type SurfaceName = 'chat.completions' | 'messages' | 'responses';
+export type SurfaceName = 'chat.completions' | 'messages' | 'responses' | 'embeddings';
 
 /**
  * An inbound surface: one front door of the data plane, as a provider
@@ -51,6 +51,12 @@ export interface Surface {
   flags?(): string | undefined;
   /** Runs once the pipeline answered the call, before a complete answer is written (Responses: stores the response). */
   finish?(call: Call): Promise<void> | void;
+  /**
+   * The complete answer as bytes, when the surface makes it so instead of
+   * `call.result` (embeddings: half a megabyte of vectors costs less as one
+   * Buffer than as one string); absent or undefined: `call.result`.
+   */
+  answerBody?(): Buffer | undefined;
   /** The adapter one attempt at `target` goes through (it may add reply headers to `call`: what a translation left out). */
   adapter(target: CallTarget, call: Call): ProviderAdapter;
 }

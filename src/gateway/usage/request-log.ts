@@ -94,7 +94,7 @@ function decodeCursor(cursor: string): { createdAt: number; requestId: string } 
 }
 
 /** The cache outcomes a record can have (CacheStatus), as the `cache_status` filter takes them. */
-export const CACHE_STATUSES = ['hit', 'miss', 'dedup', 'bypass'] as const satisfies readonly CacheStatus[];
+export const CACHE_STATUSES = ['hit', 'miss', 'dedup', 'bypass', 'partial'] as const satisfies readonly CacheStatus[];
 
 /**
  * The `status` filter: `ok` (2xx), `error` (anything else), `4xx`, `5xx`, or
@@ -137,7 +137,7 @@ export function parseStatus(value: string | undefined): StatusFilter | undefined
 export function parseCacheStatus(value: string | undefined): CacheStatus | undefined {
   if (value === undefined || value === '') return undefined;
   if ((CACHE_STATUSES as readonly string[]).includes(value)) return value as CacheStatus;
-  throw fieldProblem('invalid_cache_status', 'cache_status', 'cache_status must be hit, miss, dedup or bypass.');
+  throw fieldProblem('invalid_cache_status', 'cache_status', 'cache_status must be hit, miss, dedup, bypass or partial.');
 }
 
 /**

@@ -217,7 +217,7 @@ for (const kind of DB_KINDS) {
         ['from=2026-03-02&to=2026-03-01', 'f-from', /from must not be later than to/],
         ['status=teapot', 'f-status', /status must be ok \(2xx\), error \(any other\), 4xx, 5xx or one HTTP status code/],
         ['status=ok&status=error', 'f-status', /Status is given more than once/],
-        ['cache_status=warm', 'f-cache', /cache_status must be hit, miss, dedup or bypass/],
+        ['cache_status=warm', 'f-cache', /cache_status must be hit, miss, dedup, bypass or partial/],
         [`tag=${'x'.repeat(300)}`, 'f-tag', /Tag is longer than 256 characters/],
       ];
       for (const [query, id, message] of cases) {

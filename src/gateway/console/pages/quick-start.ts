@@ -163,7 +163,7 @@ function responseHeaders(): string {
       ['X-Gateway-Provider', 'The provider that answered.'],
       ['X-Gateway-Cost', 'USD at the catalog’s prices; 0 on a cache hit; unknown for a model the catalog does not list; pending on streams.'],
       ['X-Gateway-Cost-Saved', 'USD saved on this call: cache, compaction, routing and provider prompt caching together.'],
-      ['X-Gateway-Cache', 'miss, hit (from the response cache), dedup (joined an identical call in flight) or bypass.'],
+      ['X-Gateway-Cache', 'miss, hit (from the response cache), dedup (joined an identical call in flight), bypass, or partial (embeddings: some inputs from the cache).'],
       ['X-Gateway-Cache-Age', 'On a hit: the age of the cached answer, in seconds.'],
       ['X-Gateway-Tokens-Saved', 'Tokens not paid for: a hit’s, and the prompt tokens compaction removed.'],
       ['X-Gateway-Compaction', 'The compaction strategies applied, or none.'],

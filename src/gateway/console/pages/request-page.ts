@@ -29,6 +29,7 @@ const CACHE: Record<string, string> = {
   dedup: 'Dedup: an identical call was in flight; this one was answered with its answer, and only that one was paid for.',
   miss: 'Miss: looked up and not found; the provider answered (and a complete answer was stored for the next identical call).',
   bypass: 'Bypass: the cache was not used (X-Gateway-No-Cache, the cache turned off for this workspace, or a call that never reached it).',
+  partial: 'Partial: an embeddings call whose inputs were answered in part from the cache; only the others were sent to the provider and paid for.',
 };
 
 /**
@@ -78,10 +79,10 @@ function section(slug: string, title: string, inner: string): string {
 const facts = (pairs: [string, string][]) => `<dl class="facts">${pairs.map(([dt, dd]) => `<dt>${dt}</dt><dd>${dd}</dd>`).join('')}</dl>`;
 
 function cacheSection(r: RequestDetail): string {
-  const reused = r.cache_status === 'hit' || r.cache_status === 'dedup';
+  const reused = r.cache_status === 'hit' || r.cache_status === 'dedup' || r.cache_status === 'partial';
   const pairs: [string, string][] = [['Status', logLink('cache_status', r.cache_status)]];
   if (reused) {
-    pairs.push(['Saved', `${usd(r.saved_cache_usd)} (what the reused answer cost)`]);
+    pairs.push(['Saved', `${usd(r.saved_cache_usd)} (${r.cache_status === 'partial' ? 'what the inputs answered from the cache cost' : 'what the reused answer cost'})`]);
     pairs.push(['Tokens not paid for', count(Math.max(0, r.saved_tokens - r.compaction_saved_tokens))]);
   }
   // A failed call was never stored: an error is not cached.

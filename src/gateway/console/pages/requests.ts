@@ -64,6 +64,7 @@ const CACHE_CHOICES = [
   { value: 'dedup', label: 'Dedup (joined an identical call in flight)' },
   { value: 'miss', label: 'Miss (looked up, not there)' },
   { value: 'bypass', label: 'Bypass (cache not used)' },
+  { value: 'partial', label: 'Partial (embeddings: some inputs from the cache)' },
 ];
 
 /** A time typed as the form shows times (UTC, no zone): `2026-03-01 12:00` is read as UTC, as the page says. */

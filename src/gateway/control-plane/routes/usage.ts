@@ -184,7 +184,7 @@ export async function controlUsageRoutes(app: App, deps: GatewayDeps): Promise<v
         querystring: Type.Object({
           ...Filters,
           status: Type.Optional(Type.String({ maxLength: 8, description: '`ok` (2xx), `error` (any other), `4xx`, `5xx`, or one status code (`429`).' })),
-          cache_status: Type.Optional(Type.String({ maxLength: 8, description: '`hit`, `miss`, `dedup` or `bypass`.' })),
+          cache_status: Type.Optional(Type.String({ maxLength: 8, description: '`hit`, `miss`, `dedup`, `bypass` or `partial` (embeddings answered in part from the cache).' })),
           limit: Type.Optional(Type.String({ maxLength: 8, description: `1 to ${MAX_PAGE}; default 50.` })),
           cursor: Type.Optional(Type.String({ maxLength: 512, description: 'next_cursor of the previous page.' })),
         }),
