@@ -358,8 +358,15 @@ describe('the Responses surface and the response cache', () => {
     const first = await t.openai.responses.create({ model: 'gpt-4o-mini', input: 'a cached turn' });
     const again = await t.openai.responses.create({ model: 'gpt-4o-mini', input: 'a cached turn' }).withResponse();
     assert.equal(again.response.headers.get('x-gateway-cache'), 'hit');
+    assert.equal(again.data.id, first.id, 'a reused answer keeps its id');
     const next = await t.openai.responses.create({ model: 'gpt-4o-mini', previous_response_id: again.data.id, input: 'and then?' });
     assert.equal(next.status, 'completed');
-    assert.ok(first.id);
+    // A streamed hit is stored too (from the last event it was sent), under the id it carries.
+    await t.openai.responses.delete(first.id);
+    const streamed = await t.openai.responses.stream({ model: 'gpt-4o-mini', input: 'a cached turn' }).finalResponse();
+    assert.equal(streamed.id, first.id);
+    const stored = await t.openai.responses.retrieve(streamed.id);
+    assert.equal(stored.output_text, first.output_text);
+    assert.ok(!gw.logs.some((line) => line.includes('could not be stored')), 'storing a reused answer again is no error');
   });
 });

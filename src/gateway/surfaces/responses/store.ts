@@ -152,6 +152,16 @@ export class ResponseStore {
         bytes: sealed.length,
         sealed,
       })
+      // A reused answer (a cache hit, a dedup follower) keeps the id it was made with: stored again, as this turn.
+      .onConflict((oc) =>
+        oc.columns(['tenant_id', 'id']).doUpdateSet((eb) => ({
+          previous_id: eb.ref('excluded.previous_id'),
+          created_at: eb.ref('excluded.created_at'),
+          expires_at: eb.ref('excluded.expires_at'),
+          bytes: eb.ref('excluded.bytes'),
+          sealed: eb.ref('excluded.sealed'),
+        })),
+      )
       .execute();
     // Registered before the first await: a reader that starts after put was called waits for this write.
     const pending = this.#pending.get(tenantId) ?? new Set<Promise<unknown>>();
