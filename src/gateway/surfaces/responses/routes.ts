@@ -56,7 +56,9 @@ export async function responsesRoutes(app: App, deps: ResponsesRouteDeps): Promi
       const previousId = typeof client['previous_response_id'] === 'string' ? client['previous_response_id'] : undefined;
       if (store && !responseRoomLeft(tenant)) throw responseStorageFull();
       const turn = turnItems(client['input']);
-      const chain = previousId === undefined ? undefined : await deps.responses.expand(tenant.tenantId, previousId, deps.bodyLimit);
+      // Sealed turns are base64 and carry each response's echo of its request: twice the body limit holds a conversation
+      // a client could have sent inline (expand refuses a longer one with a 400).
+      const chain = previousId === undefined ? undefined : await deps.responses.expand(tenant.tenantId, previousId, 2 * deps.bodyLimit);
       const sent = !store && chain === undefined ? client : statelessBody(client, chain?.items, turn);
       const form = decodeResponses(sent, STAGES_FORM);
       const retentionMs = responseRetentionMs(tenant.settings);
