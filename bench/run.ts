@@ -13,6 +13,7 @@ import { compactionBenchmark } from './benchmarks/gateway-compaction.ts';
 import { routingBenchmark } from './benchmarks/gateway-routing.ts';
 import { gatewaySavings } from './benchmarks/gateway-savings.ts';
 import { messagesBenchmark } from './benchmarks/gateway-messages.ts';
+import { responsesBenchmark } from './benchmarks/gateway-responses.ts';
 import { loginAndLatency } from './benchmarks/login.ts';
 import { oauthThroughput } from './benchmarks/oauth.ts';
 import { meThroughput } from './benchmarks/throughput.ts';
@@ -51,16 +52,19 @@ import type { AuthInfo } from './servers/auth-info.ts';
  * `messages` (/v1/messages against /v1/chat/completions to the same fake
  * Anthropic model, streamed and not, beside the fake and the Node floor:
  * bench/benchmarks/gateway-messages.ts) has its own section and table, and so
- * has `embeddings` (64 inputs through the gateway with 0 %, 50 % and 100 % of
+ * have `responses` (/v1/responses against /v1/chat/completions to the same
+ * OpenAI model, and previous_response_id chains of 10 and 100 turns against
+ * the same input inline: bench/benchmarks/gateway-responses.ts) and
+ * `embeddings` (64 inputs through the gateway with 0 %, 50 % and 100 % of
  * them cached, against the fake called directly:
  * bench/benchmarks/gateway-embeddings.ts); a run of parts keeps each
  * section's markdown in last-run.json (`sections`).
  */
-const PARTS = ['login', 'me', 'oauth', 'gateway', 'breakdown', 'before-after', 'cache', 'compaction', 'routing', 'savings', 'console', 'hostile', 'messages', 'embeddings'] as const;
+const PARTS = ['login', 'me', 'oauth', 'gateway', 'breakdown', 'before-after', 'cache', 'compaction', 'routing', 'savings', 'console', 'hostile', 'messages', 'responses', 'embeddings'] as const;
 type Part = (typeof PARTS)[number];
 const WHOLE: readonly Part[] = PARTS;
 /** Parts that need no account-service servers. */
-const GATEWAY_ONLY: ReadonlySet<Part> = new Set(['breakdown', 'before-after', 'cache', 'compaction', 'routing', 'savings', 'console', 'hostile', 'messages', 'embeddings']);
+const GATEWAY_ONLY: ReadonlySet<Part> = new Set(['breakdown', 'before-after', 'cache', 'compaction', 'routing', 'savings', 'console', 'hostile', 'messages', 'responses', 'embeddings']);
 const asked = process.argv.slice(2);
 for (const a of asked) {
   if (!(PARTS as readonly string[]).includes(a)) {
@@ -87,6 +91,8 @@ const PART_LIMIT_MS: Partial<Record<Part, number>> = {
   hostile: 300_000,
   // Three runs of two loads over ten lanes: about 260 s each here.
   messages: 1_200_000,
+  // Three runs of three loads (eight, four and four lanes) and 110 stored turns: about 160 s each here.
+  responses: 720_000,
   // Three runs of four lanes: about 60 s each here.
   embeddings: 400_000,
 };
@@ -108,9 +114,10 @@ async function main(servers: ChildServer<unknown>[], dataDir: string) {
   const consolePages = parts.has('console') ? await consoleBenchmark() : undefined;
   const hostile = parts.has('hostile') ? await hostileBenchmark() : undefined;
   const messages = parts.has('messages') ? await messagesBenchmark() : undefined;
+  const responses = parts.has('responses') ? await responsesBenchmark() : undefined;
   const embeddings = parts.has('embeddings') ? await embeddingsBenchmark() : undefined;
-  const results = [auth, gateway, breakdown, beforeAfter, cache, compaction, routing, savings, consolePages, hostile, messages, embeddings];
-  const sections: Section[] = [consolePages?.section, messages?.section, embeddings?.section].filter((s) => s !== undefined);
+  const results = [auth, gateway, breakdown, beforeAfter, cache, compaction, routing, savings, consolePages, hostile, messages, responses, embeddings];
+  const sections: Section[] = [consolePages?.section, messages?.section, responses?.section, embeddings?.section].filter((s) => s !== undefined);
   return {
     rows: results.flatMap((r) => r?.rows ?? []),
     details: results.flatMap((r) => r?.details ?? []),
