@@ -46,6 +46,8 @@ export interface DecodedRequest {
   model: string;
   /** A client's own session header (Claude Code's x-claude-code-session-id), used when X-Gateway-Session-Id is absent and it is a valid label. */
   clientSessionHeader?: string;
+  /** performance.now() when the route started its own work (a Responses chain's expansion), so the overhead counts it; default: now. */
+  startedAt?: number;
 }
 
 /** A validated chat-completions request as the stages' call input. */
@@ -77,7 +79,7 @@ export function newCall(
   });
   const call: Call = {
     requestId: request.id,
-    startedAt: performance.now(),
+    startedAt: input.startedAt ?? performance.now(),
     receivedAt: clock.now(),
     principal: request.principal,
     tenant,

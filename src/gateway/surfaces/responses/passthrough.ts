@@ -140,8 +140,18 @@ export class ResponsesRelay extends RelayedStream {
     this.#onResponse = onResponse;
   }
 
-  protected readonly onEvent = (event: string, data: string): void => {
+  protected readonly onEvent = (_event: string, data: string): void => {
     if (this.finished || data === '') return;
+    // Most events are deltas and item progress: relayed without parsing them (as Chat Completions' chunks are), read
+    // only for their number and, for a delta, its size (a stream whose usage never comes is estimated from it).
+    const quick = quickType(data);
+    if (quick !== undefined && quick !== 'error' && !WITH_RESPONSE.has(quick)) {
+      this.out += sseEvent(data, quick);
+      const sequence = sequenceOf(data);
+      if (sequence !== undefined) this.#lastSequence = sequence;
+      if (quick.endsWith('.delta')) this.generated(deltaOf(data));
+      return;
+    }
     const parsed = parseObject(data);
     const type = parsed?.['type'];
     if (parsed === undefined || typeof type !== 'string') {
@@ -210,4 +220,35 @@ export class ResponsesRelay extends RelayedStream {
   protected override errorText(error: HttpProblem): string {
     return responsesErrorEvent(error, this.#lastSequence + 1, this.#response);
   }
+}
+
+/** The event's type when its data opens with it, as OpenAI's events do (`{"type":"response.output_text.delta",…`). */
+function quickType(data: string): string | undefined {
+  if (!data.startsWith('{"type":"')) return undefined;
+  const end = data.indexOf('"', 9);
+  if (end === -1 || data.charCodeAt(end - 1) === 92) return undefined;
+  return data.slice(9, end);
+}
+
+const SEQUENCE = '"sequence_number":';
+
+/** The event's sequence_number, read where OpenAI writes it (near the start), without parsing the rest. */
+function sequenceOf(data: string): number | undefined {
+  const at = data.indexOf(SEQUENCE);
+  if (at === -1 || at > 128) return undefined;
+  let n = 0;
+  let i = at + SEQUENCE.length;
+  const start = i;
+  for (; i < data.length && i < start + 15; i++) {
+    const c = data.charCodeAt(i);
+    if (c < 48 || c > 57) break;
+    n = n * 10 + (c - 48);
+  }
+  return i > start ? n : undefined;
+}
+
+/** A delta event's generated text, about: from its `delta` field to the end (escapes and later fields count a little more). */
+function deltaOf(data: string): string {
+  const at = data.indexOf('"delta":"');
+  return at === -1 ? '' : data.slice(at + 9, Math.max(at + 9, data.length - 2));
 }

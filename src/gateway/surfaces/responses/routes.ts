@@ -50,6 +50,7 @@ export async function responsesRoutes(app: App, deps: ResponsesRouteDeps): Promi
     '/responses',
     { bodyLimit: deps.bodyLimit, schema: { summary: "OpenAI's Responses API, streamed or not", body: ResponsesBody } },
     async (request, reply) => {
+      const startedAt = performance.now();
       const tenant = deps.tenants.peek(request.principal.tenantId) ?? (await tenantOf(deps, request.principal.tenantId));
       const client = request.body as JsonObject;
       const store = client['store'] !== false;
@@ -85,6 +86,8 @@ export async function responsesRoutes(app: App, deps: ResponsesRouteDeps): Promi
         includeUsage: true,
         model: client['model'] as string,
         clientSessionHeader: 'session-id',
+        // X-Gateway-Overhead-Ms counts the chain's expansion (a query and the turns opened) and the decoding.
+        startedAt,
       });
     },
   );
