@@ -128,7 +128,7 @@ for (const kind of DB_KINDS) {
     });
 
     test('an unknown /v1 path: 404 in the OpenAI shape', async () => {
-      const res = await fetch(`${gw.url}/v1/embeddings`, { method: 'POST', headers: { authorization: `Bearer ${t.apiKey}` } });
+      const res = await fetch(`${gw.url}/v1/moderations`, { method: 'POST', headers: { authorization: `Bearer ${t.apiKey}` } });
       assert.equal(res.status, 404);
       assertOpenAiError(await res.json(), 'not_found');
     });
