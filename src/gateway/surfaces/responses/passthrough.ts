@@ -24,6 +24,8 @@ export interface ResponseEcho {
 
 /** The terminal events of a Responses stream that carry the whole response (usage included). */
 const FINAL = new Set(['response.completed', 'response.incomplete']);
+/** The events that start a stream, carrying the response in progress. */
+const STARTS = new Set(['response.created', 'response.in_progress', 'response.queued']);
 /** Events carrying the response object whose echo is rewritten. */
 const WITH_RESPONSE = new Set(['response.created', 'response.in_progress', 'response.queued', 'response.completed', 'response.incomplete', 'response.failed']);
 
@@ -130,6 +132,8 @@ export class ResponsesRelay extends RelayedStream {
   #lastSequence = -1;
   /** The response as response.created (or in_progress) gave it: what response.failed says failed. */
   #response: JsonObject | undefined;
+  /** The data of response.created (or in_progress) when it was relayed unparsed. */
+  #startData: string | undefined;
   /** An upstream `error` event relayed, waiting for its response.failed. */
   #upstreamError: HttpProblem | undefined;
 
@@ -145,6 +149,14 @@ export class ResponsesRelay extends RelayedStream {
     // Most events are deltas and item progress: relayed without parsing them (as Chat Completions' chunks are), read
     // only for their number and, for a delta, its size (a stream whose usage never comes is estimated from it).
     const quick = quickType(data);
+    if (quick !== undefined && this.#echo.store === undefined && STARTS.has(quick)) {
+      // Nothing to rewrite in it: kept as it came, parsed only if the stream fails (response.failed names it).
+      this.#startData = data;
+      this.out += sseEvent(data, quick);
+      const sequence = sequenceOf(data);
+      if (sequence !== undefined) this.#lastSequence = sequence;
+      return;
+    }
     if (quick !== undefined && quick !== 'error' && !WITH_RESPONSE.has(quick)) {
       this.out += sseEvent(data, quick);
       const sequence = sequenceOf(data);
@@ -180,9 +192,9 @@ export class ResponsesRelay extends RelayedStream {
       this.stop(problem, sseEvent(rewritten ? JSON.stringify(parsed) : data, type));
       return;
     }
-    if (type === 'response.created' || type === 'response.in_progress') this.#response = response;
+    if (STARTS.has(type)) this.#response = response;
     if (FINAL.has(type)) {
-      if (this.#response === undefined) {
+      if (this.#response === undefined && this.#startData === undefined) {
         this.stop(upstreamInvalid(this.provider));
         return;
       }
@@ -211,14 +223,24 @@ export class ResponsesRelay extends RelayedStream {
       }
     }
     if (!this.finished && upstream !== undefined) {
-      const ended = this.#response === undefined ? '' : failedEvent(upstream, this.#lastSequence + 1, this.#response);
+      const started = this.#started();
+      const ended = started === undefined ? '' : failedEvent(upstream, this.#lastSequence + 1, started);
       this.stop(upstream, ended);
     }
     return super.end();
   }
 
   protected override errorText(error: HttpProblem): string {
-    return responsesErrorEvent(error, this.#lastSequence + 1, this.#response);
+    return responsesErrorEvent(error, this.#lastSequence + 1, this.#started());
+  }
+
+  /** The response as the stream's start gave it, if it started. */
+  #started(): JsonObject | undefined {
+    if (this.#response === undefined && this.#startData !== undefined) {
+      const response = parseObject(this.#startData)?.['response'];
+      if (isObject(response)) this.#response = response;
+    }
+    return this.#response;
   }
 }
 

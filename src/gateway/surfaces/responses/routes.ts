@@ -72,8 +72,8 @@ export async function responsesRoutes(app: App, deps: ResponsesRouteDeps): Promi
         createdAt: Math.floor(deps.clock.now() / 1000),
         chainFirstId: chain?.firstId,
         onResponse: (response) => {
-          if (!store || typeof response['id'] !== 'string') return;
-          void deps.responses
+          if (!store || typeof response['id'] !== 'string') return undefined;
+          return deps.responses
             .put(tenant.tenantId, { id: response['id'], previousId, input: turn, response }, retentionMs)
             .catch((err: unknown) => request.log.error({ err }, 'a response could not be stored'));
         },

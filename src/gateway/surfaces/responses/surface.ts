@@ -41,8 +41,8 @@ export interface ResponsesCall {
   createdAt: number;
   /** The first response of the chain `previous_response_id` continues (the session's prompt-cache key). */
   chainFirstId: string | undefined;
-  /** Called with the complete response once known (the route stores it), at most once. */
-  onResponse: (response: JsonObject) => void;
+  /** Called with the complete response once known, at most once: the route stores it (the promise settles when it is). */
+  onResponse: (response: JsonObject) => Promise<void> | undefined;
 }
 
 /**
@@ -65,13 +65,14 @@ export interface ResponsesCall {
  */
 export function responsesSurface(rc: ResponsesCall): Surface {
   let response: JsonObject | undefined;
+  let stored: Promise<void> | undefined;
   let reasoningDropped = false;
   // What is sent: the route's request, until compaction changes it.
   let sent = rc.sent;
   const answered = (r: JsonObject) => {
     if (response !== undefined) return;
     response = r;
-    rc.onResponse(r);
+    stored = rc.onResponse(r);
   };
   return {
     name: 'responses',
@@ -88,10 +89,13 @@ export function responsesSurface(rc: ResponsesCall): Surface {
     promptCacheSession: rc.chainFirstId === undefined ? undefined : `response:${rc.chainFirstId}`,
     flags: () => (reasoningDropped ? 'reasoning_dropped' : undefined),
     finish(call: Call) {
-      if (response !== undefined || call.status !== 200) return;
-      // A reused answer (a cache hit, a dedup follower): its response, from the complete answer or the stream's last event.
-      const reused = call.result !== undefined ? parseObject(call.result) : reusedFromStream(call.usageChunkSent);
-      if (reused !== undefined) answered(reused);
+      if (response === undefined && call.status === 200) {
+        // A reused answer (a cache hit, a dedup follower): its response, from the complete answer or the stream's last event.
+        const reused = call.result !== undefined ? parseObject(call.result) : reusedFromStream(call.usageChunkSent);
+        if (reused !== undefined) answered(reused);
+      }
+      // A complete answer goes out once its response is stored (every replica can continue it then).
+      return stored;
     },
     adapter(target: CallTarget, call: Call): ProviderAdapter {
       if (target.provider.id === 'openai') return responsesPassthrough(target.provider.name, sent, rc.echo, target.adapter, answered);

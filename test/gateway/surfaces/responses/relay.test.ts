@@ -94,6 +94,10 @@ describe('ResponsesRelay: an OpenAI Responses stream relayed', () => {
     );
     assert.equal((got.at(-1)!['response'] as JsonObject)['status'], 'failed');
     assert.equal(relay.error?.code, 'upstream_stream_incomplete');
+    // A request relayed as the client sent it (store: false): the start is kept unparsed, and read for response.failed.
+    const asSent = events(run(new ResponsesRelay('OpenAI', { store: undefined, previousResponseId: null }, () => undefined, () => {}), [Buffer.from(upstream.slice(0, until))]));
+    assert.deepEqual(asSent.slice(0, 2), events(upstream).slice(0, 2), 'the start as OpenAI sent it');
+    assert.equal((asSent.at(-1)!['response'] as JsonObject)['id'], 'resp_1');
     relay.settleUnfinished(() => 20);
     assert.ok(relay.usage?.estimated && relay.usage.completionTokens >= 3, 'the deltas relayed are counted');
   });
