@@ -583,7 +583,7 @@ const METHOD = `\`npm run bench -- responses\` (bench/benchmarks/gateway-respons
 - Lanes: the fake called directly with the Responses request; the Node floor (bench/servers/node-floor.ts) piping it;
   the gateway serving Responses; a second gateway process serving Chat Completions. Both gateways are benchmark 5's
   (bench/servers/gateway-server.ts: every stage on for the tenant, routing included, usage records written) with only an
-  OpenAI key, at the fake. Compaction does not run on the Responses surface yet (surface.ts); it does on Chat Completions.
+  OpenAI key, at the fake. Compaction runs on both surfaces (it finds nothing to remove in this turn).
   Each lane streamed and not.
 - ${RUNS} runs. Each starts every process afresh for each load, warms each lane (${WARMUP_S} s at the throughput load,
   ${SHORT_WARMUP_S} s at the others), then measures ${SLICE_S} s
@@ -605,8 +605,8 @@ const METHOD = `\`npm run bench -- responses\` (bench/benchmarks/gateway-respons
   gateway's expansion does); only the \`prompt_cache_key\` the gateway adds differs. The difference is what
   \`previous_response_id\` costs per call over a client sending the whole input: reading and opening the stored turns
   less parsing the larger body. The gateway's body limit is 32 MiB (GATEWAY_BODY_LIMIT_BYTES); the fake has none.
-  \`X-Gateway-Overhead-Ms\` is timed from the call's start in the pipeline, after the route has expanded the chain,
-  so the expansion shows in CPU per call and latency, not in that header.`;
+  \`X-Gateway-Overhead-Ms\` on /v1/responses is timed from the route's start, so it counts the chain's expansion
+  (the query, the turns opened) and the request's decoding.`;
 
 /** `node bench/benchmarks/gateway-responses.ts` runs it alone and prints the figures. */
 if (import.meta.url === `file://${process.argv[1]}`) {
