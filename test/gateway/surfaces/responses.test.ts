@@ -191,12 +191,12 @@ describe('the Responses surface through the openai SDK', () => {
     const format = { type: 'json_schema', name: 'city', schema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'], additionalProperties: false }, strict: true } as const;
     const r = await u.openai.responses.create({ model: 'gpt-4o-mini', input: 'a city', text: { format } });
     assert.deepEqual((last().body['text'] as { format: unknown }).format, format);
-    assert.deepEqual((r.text?.format as unknown as { name: string }).name, 'city', 'the response echoes the format');
+    assert.deepEqual((r.text!.format as unknown as { name: string }).name, 'city', 'the response echoes the format');
     const g = await u.openai.responses.create({ model: 'groq/llama-3.3-70b-versatile', input: 'a city', text: { format } });
     assert.equal(last().url, '/v1/chat/completions');
     assert.deepEqual(last().body['response_format'], { type: 'json_schema', json_schema: { name: 'city', schema: format.schema, strict: true } });
     assert.equal(g.object, 'response');
-    assert.equal((g.text?.format as unknown as { name: string }).name, 'city');
+    assert.equal((g.text!.format as unknown as { name: string }).name, 'city');
   });
 
   test('store: false keeps nothing and goes upstream as the client sent it', async () => {
@@ -271,7 +271,7 @@ describe('the Responses surface through the openai SDK', () => {
     };
     gw.fake.setBehaviour({ fault: 'stream-error', faultAfterChunks: 2, chunkDelayMs: 5 }, { requests: 1 });
     const relayed = await raw();
-    assert.match(relayed, /event: error\n[^]*event: response\.failed\n/);
+    assert.match(relayed, /event: error\n[\s\S]*event: response\.failed\n/);
     assert.doesNotMatch(relayed, /response\.completed/);
     gw.fake.setBehaviour({ fault: 'drop', faultAfterChunks: 2, chunkDelayMs: 5 }, { requests: 1 });
     const cut = await raw();
