@@ -1,10 +1,8 @@
-import type { HttpProblem } from '../../../platform/errors.ts';
-import { upstreamInvalid } from '../../openai-errors.ts';
-import { isObject, type JsonObject, parseObject } from '../../providers/json.ts';
-import { SseEventTooLarge, SseParser } from '../../providers/sse.ts';
-import type { ChatStream, TokenUsage } from '../../providers/types.ts';
-import { upstreamEventTooLarge, upstreamStreamIncomplete } from '../../providers/upstream-errors.ts';
 import { anthropicErrorBody } from '../../../platform/error-format.ts';
+import type { HttpProblem } from '../../../platform/errors.ts';
+import { isObject, type JsonObject } from '../../providers/json.ts';
+import type { ChatStream } from '../../providers/types.ts';
+import { ChatStreamTranslator } from '../chat-stream-translator.ts';
 import { anthropicUsageOf, messageId, stopReason } from './from-chat.ts';
 
 export interface MessagesFromChatOptions {
@@ -15,9 +13,6 @@ export interface MessagesFromChatOptions {
   /** The provider's name, for error messages. */
   provider: string;
 }
-
-/** Most tool calls one answer may make (as the Anthropic adapter's stream bounds them). */
-const MAX_TOOL_CALLS = 1024;
 
 type OpenBlock = 'text' | 'thinking' | 'tool' | undefined;
 
@@ -46,103 +41,28 @@ type OpenBlock = 'text' | 'thinking' | 'tool' | undefined;
  * - an error (the inner stream's error event, fail(), a body ended early)
  *   -> one `error` event with the type for its status (the platform's Anthropic error format) and
  *   nothing after it, as Anthropic ends a failed stream.
- * The inner stream's output is read with the project's SSE parser, so an
- * event split across pushes is whole before it is translated. usage, model,
- * settleUnfinished and error are the inner stream's (error is this
- * stream's own when it ended the stream itself).
+ * Reading the inner stream, and ending once, are ChatStreamTranslator's.
  */
-export class MessagesFromChat implements ChatStream {
-  readonly #inner: ChatStream;
+export class MessagesFromChat extends ChatStreamTranslator {
   readonly #options: MessagesFromChatOptions;
-  readonly #parser = new SseParser();
-  #out = '';
+  protected readonly provider: string;
   #started = false;
-  #finished = false;
-  #error: HttpProblem | undefined;
   /** The kind of the block open now, its index among this message's blocks, and for a tool call its Chat Completions index. */
   #open: OpenBlock;
   #blocks = 0;
   #openTool = -1;
-  /** Chat Completions indexes of the tool calls begun so far. */
-  readonly #toolCalls = new Set<number>();
-  #finishReason: unknown;
 
   constructor(inner: ChatStream, options: MessagesFromChatOptions) {
-    this.#inner = inner;
+    super(inner);
     this.#options = options;
+    this.provider = options.provider;
   }
 
-  get usage(): TokenUsage | undefined {
-    return this.#inner.usage;
-  }
-  get model(): string | undefined {
-    return this.#inner.model;
-  }
-  get error(): HttpProblem | undefined {
-    return this.#error ?? this.#inner.error;
-  }
-
-  settleUnfinished(promptTokens: () => number): void {
-    this.#inner.settleUnfinished(promptTokens);
-  }
-
-  push(chunk: Buffer): string {
-    if (this.#finished) return '';
-    this.#read(this.#inner.push(chunk), false);
-    return this.#take();
-  }
-
-  end(): string {
-    if (this.#finished) return '';
-    this.#read(this.#inner.end(), true);
-    if (!this.#finished) this.#stop(upstreamStreamIncomplete(this.#options.provider));
-    return this.#take();
-  }
-
-  fail(error: HttpProblem): string {
-    if (this.#finished) return '';
-    this.#read(this.#inner.fail(error), false);
-    if (!this.#finished) this.#stop(error);
-    return this.#take();
-  }
-
-  /** The inner stream's output (OpenAI SSE), parsed and translated; `last`: nothing follows it. */
-  #read(text: string, last: boolean): void {
-    try {
-      if (text !== '') this.#parser.push(Buffer.from(text), this.#onEvent);
-      if (last) this.#parser.end(this.#onEvent);
-    } catch (err) {
-      if (!(err instanceof SseEventTooLarge)) throw err;
-      if (!this.#finished) this.#stop(upstreamEventTooLarge(this.#options.provider, err.limit));
-    }
-  }
-
-  readonly #onEvent = (_event: string, data: string): void => {
-    if (this.#finished) return;
-    if (data === '[DONE]') {
-      this.#finish();
-      return;
-    }
-    const parsed = parseObject(data);
-    if (parsed === undefined) {
-      this.#stop(upstreamInvalid(this.#options.provider));
-      return;
-    }
-    if (parsed['error'] !== undefined) {
-      // The inner stream wrote its error event and recorded the error with its status.
-      this.#stop(this.#inner.error ?? upstreamInvalid(this.#options.provider));
-      return;
-    }
+  protected chunk(parsed: JsonObject): void {
     this.#start(typeof parsed['model'] === 'string' ? parsed['model'] : undefined);
-    const choices = parsed['choices'];
-    const choice = Array.isArray(choices) ? choices[0] : undefined;
-    if (!isObject(choice)) return;
-    const delta = choice['delta'];
-    if (isObject(delta)) this.#delta(delta);
-    if (choice['finish_reason'] !== undefined && choice['finish_reason'] !== null) this.#finishReason = choice['finish_reason'];
-  };
+  }
 
-  #delta(delta: JsonObject): void {
+  protected delta(delta: JsonObject): void {
     const reasoning = delta['reasoning_content'] ?? delta['reasoning'];
     if (typeof reasoning === 'string' && reasoning !== '') {
       this.#ensure('thinking', '{"type":"thinking","thinking":"","signature":""}');
@@ -153,23 +73,13 @@ export class MessagesFromChat implements ChatStream {
       this.#ensure('text', '{"type":"text","text":""}');
       this.#event('content_block_delta', `{"type":"content_block_delta","index":${this.#blocks - 1},"delta":{"type":"text_delta","text":${JSON.stringify(text)}}}`);
     }
-    const calls = delta['tool_calls'];
-    if (!Array.isArray(calls)) return;
-    for (let k = 0; k < calls.length && !this.#finished; k++) {
-      const call = calls[k];
-      if (isObject(call)) this.#toolCall(call, typeof call['index'] === 'number' ? call['index'] : k);
-    }
   }
 
   /** One piece of a tool call: the first opens its block, later ones add to it while it is open. */
-  #toolCall(call: JsonObject, index: number): void {
+  protected toolCall(call: JsonObject, index: number): void {
     const fn = isObject(call['function']) ? call['function'] : {};
     if (this.#open !== 'tool' || this.#openTool !== index) {
-      if (this.#toolCalls.has(index) || this.#toolCalls.size >= MAX_TOOL_CALLS) {
-        this.#stop(upstreamInvalid(this.#options.provider));
-        return;
-      }
-      this.#toolCalls.add(index);
+      if (!this.beginToolCall(index)) return;
       const id = typeof call['id'] === 'string' ? call['id'] : `toolu_${this.#options.requestId}_${index}`;
       const name = typeof fn['name'] === 'string' ? fn['name'] : '';
       this.#ensure('tool', `{"type":"tool_use","id":${JSON.stringify(id)},"name":${JSON.stringify(name)},"input":{}}`, true);
@@ -203,7 +113,7 @@ export class MessagesFromChat implements ChatStream {
       id: messageId(this.#options.requestId),
       type: 'message',
       role: 'assistant',
-      model: model ?? this.#inner.model ?? this.#options.model,
+      model: model ?? this.inner.model ?? this.#options.model,
       content: [],
       stop_reason: null,
       stop_sequence: null,
@@ -212,28 +122,19 @@ export class MessagesFromChat implements ChatStream {
     this.#event('message_start', JSON.stringify({ type: 'message_start', message }));
   }
 
-  #finish(): void {
+  protected done(): void {
     this.#start(undefined);
     this.#close();
-    const delta = { stop_reason: stopReason(this.#finishReason, this.#toolCalls.size > 0), stop_sequence: null };
-    this.#event('message_delta', JSON.stringify({ type: 'message_delta', delta, usage: anthropicUsageOf(this.#inner.usage) }));
+    const delta = { stop_reason: stopReason(this.finishReason, this.toolCalls > 0), stop_sequence: null };
+    this.#event('message_delta', JSON.stringify({ type: 'message_delta', delta, usage: anthropicUsageOf(this.inner.usage) }));
     this.#event('message_stop', '{"type":"message_stop"}');
-    this.#finished = true;
   }
 
-  #stop(error: HttpProblem): void {
-    this.#error = error;
-    this.#finished = true;
+  protected failed(error: HttpProblem): void {
     this.#event('error', JSON.stringify(anthropicErrorBody(error)));
   }
 
   #event(type: string, data: string): void {
-    this.#out += `event: ${type}\ndata: ${data}\n\n`;
-  }
-
-  #take(): string {
-    const out = this.#out;
-    this.#out = '';
-    return out;
+    this.out += `event: ${type}\ndata: ${data}\n\n`;
   }
 }

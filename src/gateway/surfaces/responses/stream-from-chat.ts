@@ -1,10 +1,8 @@
 import { openaiErrorBody } from '../../../platform/error-format.ts';
 import type { HttpProblem } from '../../../platform/errors.ts';
-import { upstreamInvalid } from '../../openai-errors.ts';
-import { isObject, type JsonObject, parseObject } from '../../providers/json.ts';
-import { SseEventTooLarge, SseParser } from '../../providers/sse.ts';
-import type { ChatStream, TokenUsage } from '../../providers/types.ts';
-import { upstreamEventTooLarge, upstreamStreamIncomplete } from '../../providers/upstream-errors.ts';
+import { isObject, type JsonObject } from '../../providers/json.ts';
+import type { ChatStream } from '../../providers/types.ts';
+import { ChatStreamTranslator } from '../chat-stream-translator.ts';
 import { ResponseEvents } from './events.ts';
 import {
   endOf,
@@ -21,9 +19,6 @@ import {
   summaryPart,
 } from './from-chat.ts';
 import { responsesToolName } from './tool-names.ts';
-
-/** Most tool calls one answer may make (as the Messages surface's stream bounds them). */
-const MAX_TOOL_CALLS = 1024;
 
 /** The output item being streamed, with what it has gathered so far (its .done events and the final response repeat it whole). */
 type OpenItem =
@@ -61,127 +56,43 @@ const IN_PROGRESS: ResponseEnd = { status: 'in_progress', incomplete: null, erro
  *   output so far (the open item `incomplete`), and nothing after. The
  *   openai SDK's responses.stream() raises an APIError on the `error`
  *   event; Codex reads response.failed.
- * The inner stream's output is read with the project's SSE parser, so an
- * event split across pushes is whole before it is translated; each piece
- * is handled once (linear in the answer). usage, model, settleUnfinished
- * are the inner stream's; error is this stream's own when it ended the
- * stream itself. `response` is the final response once it completed (or
- * was incomplete), for the store; undefined after a failure.
+ * Reading the inner stream, and ending once, are ChatStreamTranslator's.
+ * `response` is the final response once it completed (or was incomplete),
+ * for the store; undefined after a failure.
  */
-export class ResponsesFromChat implements ChatStream {
-  readonly #inner: ChatStream;
+export class ResponsesFromChat extends ChatStreamTranslator {
   readonly #ctx: ResponseContext;
-  readonly #parser = new SseParser();
+  protected readonly provider: string;
   readonly #events = new ResponseEvents();
-  #out = '';
   #started = false;
-  #finished = false;
-  #error: HttpProblem | undefined;
   #response: JsonObject | undefined;
   #model = '';
   /** Items done, in order. */
   readonly #output: JsonObject[] = [];
   #open: OpenItem | undefined;
-  /** Chat Completions indexes of the tool calls begun so far. */
-  readonly #toolCalls = new Set<number>();
-  #finishReason: unknown;
   #cost: unknown;
 
   constructor(base: ChatStream, ctx: ResponseContext) {
-    this.#inner = base;
+    super(base);
     this.#ctx = ctx;
+    this.provider = ctx.provider ?? 'provider';
   }
 
-  get usage(): TokenUsage | undefined {
-    return this.#inner.usage;
-  }
-  get model(): string | undefined {
-    return this.#inner.model;
-  }
-  get error(): HttpProblem | undefined {
-    return this.#error ?? this.#inner.error;
-  }
   /** The final response object once the stream completed (or ended incomplete); undefined until then, and after a failure. */
   get response(): JsonObject | undefined {
     return this.#response;
   }
 
-  settleUnfinished(promptTokens: () => number): void {
-    this.#inner.settleUnfinished(promptTokens);
-  }
-
-  push(chunk: Buffer): string {
-    if (this.#finished) return '';
-    this.#read(this.#inner.push(chunk), false);
-    return this.#take();
-  }
-
-  end(): string {
-    if (this.#finished) return '';
-    this.#read(this.#inner.end(), true);
-    if (!this.#finished) this.#stop(upstreamStreamIncomplete(this.#provider()));
-    return this.#take();
-  }
-
-  fail(error: HttpProblem): string {
-    if (this.#finished) return '';
-    this.#read(this.#inner.fail(error), false);
-    if (!this.#finished) this.#stop(error);
-    return this.#take();
-  }
-
-  #provider(): string {
-    return this.#ctx.provider ?? 'provider';
-  }
-
-  /** The inner stream's output (OpenAI SSE), parsed and translated; `last`: nothing follows it. */
-  #read(text: string, last: boolean): void {
-    try {
-      if (text !== '') this.#parser.push(Buffer.from(text), this.#onEvent);
-      if (last) this.#parser.end(this.#onEvent);
-    } catch (err) {
-      if (!(err instanceof SseEventTooLarge)) throw err;
-      if (!this.#finished) this.#stop(upstreamEventTooLarge(this.#provider(), err.limit));
-    }
-  }
-
-  readonly #onEvent = (_event: string, data: string): void => {
-    if (this.#finished) return;
-    if (data === '[DONE]') {
-      this.#finish();
-      return;
-    }
-    const parsed = parseObject(data);
-    if (parsed === undefined) {
-      this.#stop(upstreamInvalid(this.#provider()));
-      return;
-    }
-    if (parsed['error'] !== undefined) {
-      // The inner stream wrote its error event and recorded the error with its status.
-      this.#stop(this.#inner.error ?? upstreamInvalid(this.#provider()));
-      return;
-    }
+  protected chunk(parsed: JsonObject): void {
     this.#start(typeof parsed['model'] === 'string' ? parsed['model'] : undefined);
     if (isObject(parsed['usage'])) this.#cost = parsed['usage']['cost'];
-    const choices = parsed['choices'];
-    const choice = Array.isArray(choices) ? choices[0] : undefined;
-    if (!isObject(choice)) return;
-    const delta = choice['delta'];
-    if (isObject(delta)) this.#delta(delta);
-    if (choice['finish_reason'] !== undefined && choice['finish_reason'] !== null) this.#finishReason = choice['finish_reason'];
-  };
+  }
 
-  #delta(delta: JsonObject): void {
+  protected delta(delta: JsonObject): void {
     const reasoning = delta['reasoning_content'] ?? delta['reasoning'];
     if (typeof reasoning === 'string' && reasoning !== '') this.#reasoning(reasoning);
     if (typeof delta['content'] === 'string' && delta['content'] !== '') this.#text('text', delta['content']);
     if (typeof delta['refusal'] === 'string' && delta['refusal'] !== '') this.#text('refusal', delta['refusal']);
-    const calls = delta['tool_calls'];
-    if (!Array.isArray(calls)) return;
-    for (let k = 0; k < calls.length && !this.#finished; k++) {
-      const call = calls[k];
-      if (isObject(call)) this.#toolCall(call, typeof call['index'] === 'number' ? call['index'] : k);
-    }
   }
 
   #reasoning(text: string): void {
@@ -190,11 +101,11 @@ export class ResponsesFromChat implements ChatStream {
       this.#close('completed');
       open = { kind: 'reasoning', index: this.#output.length, id: itemId(this.#ctx.id, 'rs', this.#output.length), text: '' };
       this.#open = open;
-      this.#out += this.#events.itemAdded(open.index, reasoningItem(open.id, []));
-      this.#out += this.#events.summaryPartAdded(open.id, open.index, 0, summaryPart(''));
+      this.out += this.#events.itemAdded(open.index, reasoningItem(open.id, []));
+      this.out += this.#events.summaryPartAdded(open.id, open.index, 0, summaryPart(''));
     }
     open.text += text;
-    this.#out += this.#events.summaryTextDelta(open.id, open.index, 0, text);
+    this.out += this.#events.summaryTextDelta(open.id, open.index, 0, text);
   }
 
   /** A piece of the message's text or refusal: opens the message, and a part of this kind, unless open. */
@@ -204,42 +115,38 @@ export class ResponsesFromChat implements ChatStream {
       this.#close('completed');
       open = { kind: 'message', index: this.#output.length, id: itemId(this.#ctx.id, 'msg', this.#output.length), parts: [], part: undefined, text: '' };
       this.#open = open;
-      this.#out += this.#events.itemAdded(open.index, messageItem(open.id, 'in_progress', []));
+      this.out += this.#events.itemAdded(open.index, messageItem(open.id, 'in_progress', []));
     }
     if (open.part !== kind) {
       this.#closePart(open);
       open.part = kind;
-      this.#out += this.#events.partAdded(open.id, open.index, open.parts.length, kind === 'text' ? outputTextPart('') : refusalPart(''));
+      this.out += this.#events.partAdded(open.id, open.index, open.parts.length, kind === 'text' ? outputTextPart('') : refusalPart(''));
     }
     open.text += text;
-    this.#out +=
+    this.out +=
       kind === 'text'
         ? this.#events.textDelta(open.id, open.index, open.parts.length, text)
         : this.#events.refusalDelta(open.id, open.index, open.parts.length, text);
   }
 
   /** One piece of a tool call: the first opens its item, later ones add to it while it is open. */
-  #toolCall(call: JsonObject, chatIndex: number): void {
+  protected toolCall(call: JsonObject, chatIndex: number): void {
     const fn = isObject(call['function']) ? call['function'] : {};
     let open = this.#open;
     if (open?.kind !== 'call' || open.chatIndex !== chatIndex) {
-      if (this.#toolCalls.has(chatIndex) || this.#toolCalls.size >= MAX_TOOL_CALLS) {
-        this.#stop(upstreamInvalid(this.#provider()));
-        return;
-      }
-      this.#toolCalls.add(chatIndex);
+      if (!this.beginToolCall(chatIndex)) return;
       this.#close('completed');
       const index = this.#output.length;
       const callId = typeof call['id'] === 'string' && call['id'] !== '' ? call['id'] : itemId(this.#ctx.id, 'call', index);
       const name = typeof fn['name'] === 'string' ? fn['name'] : '';
       open = { kind: 'call', index, id: itemId(this.#ctx.id, 'fc', index), chatIndex, callId, name, args: '' };
       this.#open = open;
-      this.#out += this.#events.itemAdded(index, functionCallItem(open.id, 'in_progress', callId, name, '', this.#ctx.toolNames));
+      this.out += this.#events.itemAdded(index, functionCallItem(open.id, 'in_progress', callId, name, '', this.#ctx.toolNames));
     }
     const args = fn['arguments'];
     if (typeof args === 'string' && args !== '') {
       open.args += args;
-      this.#out += this.#events.argumentsDelta(open.id, open.index, args);
+      this.out += this.#events.argumentsDelta(open.id, open.index, args);
     }
   }
 
@@ -251,18 +158,18 @@ export class ResponsesFromChat implements ChatStream {
     let item: JsonObject;
     if (open.kind === 'reasoning') {
       const part = summaryPart(open.text);
-      this.#out += this.#events.summaryTextDone(open.id, open.index, 0, open.text);
-      this.#out += this.#events.summaryPartDone(open.id, open.index, 0, part);
+      this.out += this.#events.summaryTextDone(open.id, open.index, 0, open.text);
+      this.out += this.#events.summaryPartDone(open.id, open.index, 0, part);
       item = reasoningItem(open.id, [part]);
     } else if (open.kind === 'message') {
       this.#closePart(open);
       item = messageItem(open.id, status, open.parts);
     } else {
       const name = responsesToolName(open.name, this.#ctx.toolNames).name;
-      this.#out += this.#events.argumentsDone(open.id, open.index, name, open.args);
+      this.out += this.#events.argumentsDone(open.id, open.index, name, open.args);
       item = functionCallItem(open.id, status, open.callId, open.name, open.args, this.#ctx.toolNames);
     }
-    this.#out += this.#events.itemDone(open.index, item);
+    this.out += this.#events.itemDone(open.index, item);
     this.#output.push(item);
   }
 
@@ -270,9 +177,9 @@ export class ResponsesFromChat implements ChatStream {
     if (open.part === undefined) return;
     const index = open.parts.length;
     const part = open.part === 'text' ? outputTextPart(open.text) : refusalPart(open.text);
-    this.#out +=
+    this.out +=
       open.part === 'text' ? this.#events.textDone(open.id, open.index, index, open.text) : this.#events.refusalDone(open.id, open.index, index, open.text);
-    this.#out += this.#events.partDone(open.id, open.index, index, part);
+    this.out += this.#events.partDone(open.id, open.index, index, part);
     open.parts.push(part);
     open.part = undefined;
     open.text = '';
@@ -281,34 +188,31 @@ export class ResponsesFromChat implements ChatStream {
   #start(model: string | undefined): void {
     if (this.#started) return;
     this.#started = true;
-    this.#model = model ?? this.#inner.model ?? this.#ctx.model;
+    this.#model = model ?? this.inner.model ?? this.#ctx.model;
     const response = responseObject(this.#ctx, this.#model, IN_PROGRESS, [], null);
-    this.#out += this.#events.created(response);
-    this.#out += this.#events.inProgress(response);
+    this.out += this.#events.created(response);
+    this.out += this.#events.inProgress(response);
   }
 
-  #finish(): void {
+  protected done(): void {
     this.#start(undefined);
-    const end = endOf(this.#finishReason);
+    const end = endOf(this.finishReason);
     this.#close(end.status === 'incomplete' ? 'incomplete' : 'completed');
-    const response = responseObject(this.#ctx, this.#model, end, this.#output, responseUsage(this.#inner.usage, this.#cost));
-    this.#out += this.#events.end(response);
+    const response = responseObject(this.#ctx, this.#model, end, this.#output, responseUsage(this.inner.usage, this.#cost));
+    this.out += this.#events.end(response);
     this.#response = response;
-    this.#finished = true;
   }
 
-  #stop(error: HttpProblem): void {
+  protected failed(error: HttpProblem): void {
     this.#start(undefined);
-    this.#error = error;
-    this.#finished = true;
     const body = openaiErrorBody(error).error;
     const output = this.#output;
     const open = this.#open;
     if (open !== undefined) output.push(this.#snapshot(open));
     this.#open = undefined;
     const end: ResponseEnd = { status: 'failed', incomplete: null, error: { code: body.code, message: body.message } };
-    this.#out += this.#events.error(body);
-    this.#out += this.#events.end(responseObject(this.#ctx, this.#model, end, output, responseUsage(this.#inner.usage, this.#cost)));
+    this.out += this.#events.error(body);
+    this.out += this.#events.end(responseObject(this.#ctx, this.#model, end, output, responseUsage(this.inner.usage, this.#cost)));
   }
 
   /** The open item as it stands, `incomplete`, for a failed response (no .done events: the stream ends here). */
@@ -320,9 +224,4 @@ export class ResponsesFromChat implements ChatStream {
     return messageItem(open.id, 'incomplete', parts);
   }
 
-  #take(): string {
-    const out = this.#out;
-    this.#out = '';
-    return out;
-  }
 }
