@@ -3,7 +3,7 @@ import type { Options, Request } from 'autocannon';
 import { type AbTally, measureSlice, summarize, tally } from '../lib/ab-run.ts';
 import { type ChildServer, startServer } from '../lib/children.ts';
 import { waitUntilIdle } from '../lib/cpu.ts';
-import { fmt, log } from '../lib/format.ts';
+import { fmt, log, median, spread } from '../lib/format.ts';
 import { DIRECT, type RunningTarget, startGateway } from '../lib/gateway-targets.ts';
 import { load } from '../lib/load.ts';
 import { rssMiB, rssPeak } from '../lib/memory.ts';
@@ -176,14 +176,6 @@ export async function embeddingsBenchmark(): Promise<{ rows: Row[]; details: str
   return { rows: [], details: [], raw: { embeddings: { runs, seen } }, section };
 }
 
-const median = (xs: number[]) => {
-  const s = xs.filter((x) => !Number.isNaN(x)).sort((a, b) => a - b);
-  return s.length ? s[Math.floor(s.length / 2)]! : Number.NaN;
-};
-const spread = (xs: number[], digits = 2) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return `${fmt(s[0]!, digits)} to ${fmt(s[s.length - 1]!, digits)}`;
-};
 const ms = (x: number) => (Number.isNaN(x) ? 'n/a' : fmt(x, 2));
 
 function report(runs: Run[], seen: string[], seconds: number): Section {

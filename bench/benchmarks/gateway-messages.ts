@@ -3,7 +3,7 @@ import { type AbTally, measureSlice, summarize, tally } from '../lib/ab-run.ts';
 import { type ChildServer, startServer } from '../lib/children.ts';
 import { chatRequest, ID_PLACEHOLDER, messagesRequest, REQUEST_SHAPE } from '../lib/claude-code-request.ts';
 import { waitUntilIdle } from '../lib/cpu.ts';
-import { call, fmt, log } from '../lib/format.ts';
+import { call, fmt, log, median, spread } from '../lib/format.ts';
 import { DIRECT, FAKE_TEXT, NODE_FLOOR, type RunningTarget, startGateway, type Upstream } from '../lib/gateway-targets.ts';
 import { load, percentile } from '../lib/load.ts';
 import { rssMiB, rssPeak } from '../lib/memory.ts';
@@ -272,14 +272,6 @@ export async function messagesBenchmark(): Promise<{ rows: Row[]; details: strin
   return { rows: [], details: [], raw: { messages: { runs, models, sizes } }, section };
 }
 
-const median = (xs: number[]) => {
-  const s = xs.filter((x) => !Number.isNaN(x)).sort((a, b) => a - b);
-  return s.length ? s[Math.floor(s.length / 2)]! : Number.NaN;
-};
-const spread = (xs: number[], digits = 2) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return `${fmt(s[0]!, digits)} to ${fmt(s[s.length - 1]!, digits)}`;
-};
 const ms = (x: number) => (Number.isNaN(x) ? 'n/a' : fmt(x, 2));
 const signed = (x: number) => (Number.isNaN(x) ? 'n/a' : `${x >= 0 ? '+' : ''}${fmt(x, 2)}`);
 

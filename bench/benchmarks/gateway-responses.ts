@@ -5,7 +5,7 @@ import { createFakeProvider } from '../../tools/fake-provider/server.ts';
 import { type AbTally, measureSlice, summarize, tally } from '../lib/ab-run.ts';
 import { type ChildServer, startServer } from '../lib/children.ts';
 import { waitUntilIdle } from '../lib/cpu.ts';
-import { call, fmt, log } from '../lib/format.ts';
+import { call, fmt, log, median, spread } from '../lib/format.ts';
 import { DIRECT, FAKE_TEXT, NODE_FLOOR, type RunningTarget, startGateway, type Upstream } from '../lib/gateway-targets.ts';
 import { load } from '../lib/load.ts';
 import { rssMiB, rssPeak } from '../lib/memory.ts';
@@ -467,14 +467,6 @@ export async function responsesBenchmark(): Promise<{ rows: Row[]; details: stri
 
 // The report.
 
-const median = (xs: number[]) => {
-  const s = xs.filter((x) => !Number.isNaN(x)).sort((a, b) => a - b);
-  return s.length ? s[Math.floor(s.length / 2)]! : Number.NaN;
-};
-const spread = (xs: number[], digits = 2) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return `${fmt(s[0]!, digits)} to ${fmt(s[s.length - 1]!, digits)}`;
-};
 const ms = (x: number) => (Number.isNaN(x) ? 'n/a' : fmt(x, 2));
 const signed = (x: number, digits = 2) => (Number.isNaN(x) ? 'n/a' : `${x >= 0 ? '+' : ''}${fmt(x, digits)}`);
 const kib = (bytes: number) => `${fmt(bytes / 1024, 1)} KiB`;
