@@ -1,4 +1,5 @@
 import type { HttpProblem } from '../../platform/errors.ts';
+import { parseObject } from '../providers/json.ts';
 import type { Call } from '../pipeline/call.ts';
 import type { SurfaceName } from '../surfaces/surface.ts';
 
@@ -50,6 +51,26 @@ export interface AnswerFormat {
  * index in one byte); an `embeddings` entry is one input's vector (surfaces/embeddings/).
  */
 export const ANSWER_FORMAT_NAMES: readonly SurfaceName[] = ['chat.completions', 'messages', 'responses', 'embeddings'];
+
+/**
+ * An event's `type` when its data opens with it (`{"type":"…"`, as
+ * Anthropic's, OpenAI's Responses and the gateway's own events do), read
+ * without parsing the rest; undefined otherwise.
+ */
+export function leadingType(data: string): string | undefined {
+  if (!data.startsWith('{"type":"')) return undefined;
+  const end = data.indexOf('"', 9);
+  if (end === -1 || data.charCodeAt(end - 1) === 92) return undefined;
+  return data.slice(9, end);
+}
+
+/** An event's `type`: read off the data's start when it opens with it, else parsed. */
+export function eventType(data: string): string | undefined {
+  const leading = leadingType(data);
+  if (leading !== undefined) return leading;
+  const type = parseObject(data)?.['type'];
+  return typeof type === 'string' ? type : undefined;
+}
 
 /**
  * The data of one event (`data:` lines joined with LF, as the SSE standard

@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { AnswerEvent, AnswerFormat } from '../../cache/answer-formats.ts';
-import { eventData } from '../../cache/answer-formats.ts';
+import { eventData, eventType as typeOf } from '../../cache/answer-formats.ts';
 import { answerKey, keyedFields } from '../../cache/cache-key.ts';
 import { embeddedError } from '../../providers/anthropic/errors.ts';
 import { isObject, type JsonObject, parseObject } from '../../providers/json.ts';
@@ -78,16 +78,6 @@ function betaFlags(value: IncomingHttpHeaders[string]): string {
     .map((flag) => flag.trim())
     .filter((flag) => flag !== '');
   return flags.sort().join(',');
-}
-
-/** An event's `type`: read off the data's start when it opens with it (Anthropic's and the gateway's events do), else parsed. */
-function typeOf(data: string): string | undefined {
-  if (data.startsWith('{"type":"')) {
-    const end = data.indexOf('"', 9);
-    if (end !== -1 && data.charCodeAt(end - 1) !== 92) return data.slice(9, end);
-  }
-  const type = parseObject(data)?.['type'];
-  return typeof type === 'string' ? type : undefined;
 }
 
 interface OpenBlock {

@@ -1,5 +1,5 @@
 import type { AnswerEvent, AnswerFormat } from '../../cache/answer-formats.ts';
-import { eventData } from '../../cache/answer-formats.ts';
+import { eventData, eventType as typeOf } from '../../cache/answer-formats.ts';
 import { answerKey, keyedFields } from '../../cache/cache-key.ts';
 import { isObject, parseObject } from '../../providers/json.ts';
 import { openAiErrorFields } from '../../providers/openai-compatible/errors.ts';
@@ -81,13 +81,3 @@ export const RESPONSES_ANSWERS: AnswerFormat = {
     return JSON.stringify(event);
   },
 };
-
-/** An event's `type`: read off the data's start when it opens with it (OpenAI's and the gateway's events do), else parsed. */
-function typeOf(data: string): string | undefined {
-  if (data.startsWith('{"type":"')) {
-    const end = data.indexOf('"', 9);
-    if (end !== -1 && data.charCodeAt(end - 1) !== 92) return data.slice(9, end);
-  }
-  const type = parseObject(data)?.['type'];
-  return typeof type === 'string' ? type : undefined;
-}

@@ -1,3 +1,4 @@
+import { textOf } from '../../compaction/messages.ts';
 import { isObject, type JsonObject } from '../../providers/json.ts';
 
 /** What a Responses request becomes once compaction's change is written into it. */
@@ -97,18 +98,6 @@ function carry(message: unknown, group: readonly number[], input: readonly unkno
 function leftOut(item: unknown): boolean {
   const type = isObject(item) ? item['type'] : undefined;
   return type === 'reasoning' || type === 'web_search_call';
-}
-
-/** Chat content (a string, or text parts) as one string; undefined when it has other parts. */
-function textOf(content: unknown): string | undefined {
-  if (typeof content === 'string') return content;
-  if (!Array.isArray(content)) return undefined;
-  let text = '';
-  for (const part of content) {
-    if (!isObject(part) || part['type'] !== 'text' || typeof part['text'] !== 'string') return undefined;
-    text += part['text'];
-  }
-  return text;
 }
 
 /** Chat content as a Responses message's content: a string, or input_text and input_image parts. */

@@ -1,4 +1,5 @@
 import { openaiErrorBody } from '../../../platform/error-format.ts';
+import { leadingType } from '../../cache/answer-formats.ts';
 import type { HttpProblem } from '../../../platform/errors.ts';
 import { upstreamInvalid } from '../../openai-errors.ts';
 import { isObject, type JsonObject, parseObject } from '../../providers/json.ts';
@@ -148,7 +149,7 @@ export class ResponsesRelay extends RelayedStream {
     if (this.finished || data === '') return;
     // Most events are deltas and item progress: relayed without parsing them (as Chat Completions' chunks are), read
     // only for their number and, for a delta, its size (a stream whose usage never comes is estimated from it).
-    const quick = quickType(data);
+    const quick = leadingType(data);
     if (quick !== undefined && this.#echo.store === undefined && STARTS.has(quick)) {
       // Nothing to rewrite in it: kept as it came, parsed only if the stream fails (response.failed names it).
       this.#startData = data;
@@ -242,14 +243,6 @@ export class ResponsesRelay extends RelayedStream {
     }
     return this.#response;
   }
-}
-
-/** The event's type when its data opens with it, as OpenAI's events do (`{"type":"response.output_text.delta",…`). */
-function quickType(data: string): string | undefined {
-  if (!data.startsWith('{"type":"')) return undefined;
-  const end = data.indexOf('"', 9);
-  if (end === -1 || data.charCodeAt(end - 1) === 92) return undefined;
-  return data.slice(9, end);
 }
 
 const SEQUENCE = '"sequence_number":';
